@@ -1,0 +1,95 @@
+package app
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/solarops/solar/store"
+)
+
+// IO holds a command's streams. Data goes to Out, progress and diagnostics
+// to Err.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// ErrTTY is true when Err is a terminal (live progress lines).
+	ErrTTY bool
+}
+
+// App is the environment a command runs in. Tests build one with buffers.
+type App struct {
+	IO     IO
+	Getenv func(string) string
+	// DBFlag is the value of the global --db flag.
+	DBFlag string
+	// LockWait bounds the wait for another solar process.
+	LockWait time.Duration
+	Now      func() time.Time
+}
+
+// New returns an App on the process's real streams and environment.
+func New(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *App {
+	a := &App{IO: IO{In: stdin, Out: stdout, Err: stderr}, Getenv: getenv, Now: time.Now}
+	if f, ok := stderr.(*os.File); ok {
+		a.IO.ErrTTY = isTerminal(f)
+	}
+	return a
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Color reports whether output may use color (NO_COLOR unset, terminal).
+func (a *App) Color() bool {
+	return a.Getenv("NO_COLOR") == "" && a.IO.ErrTTY
+}
+
+// StorePath resolves where the store lives.
+func (a *App) StorePath() (string, error) {
+	return store.Path(a.DBFlag, a.Getenv)
+}
+
+// Open opens the store. The caller closes it.
+func (a *App) Open() (*store.DB, error) {
+	p, err := a.StorePath()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(p, store.Options{LockWait: a.lockWait()})
+}
+
+func (a *App) lockWait() time.Duration {
+	if a.LockWait != 0 {
+		return a.LockWait
+	}
+	if v := a.Getenv("SOLAR_LOCK_WAIT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return store.DefaultLockWait
+}
+
+// Update runs fn in one read-write transaction of the store.
+func (a *App) Update(fn func(tx *store.Tx) error) error {
+	db, err := a.Open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(fn)
+}
+
+// View runs fn in one read-only transaction of the store.
+func (a *App) View(fn func(tx *store.Tx) error) error {
+	db, err := a.Open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.View(fn)
+}

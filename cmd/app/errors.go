@@ -1,0 +1,81 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/tags"
+)
+
+// Exit statuses (SPEC section 8). Only Main turns them into os.Exit.
+const (
+	ExitOK      = 0
+	ExitError   = 1
+	ExitInvalid = 2
+	ExitFailed  = 3
+)
+
+// ExitHelp ends every command's help text.
+const ExitHelp = `
+Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was changed),
+3 a run in which some task ended in ERROR.`
+
+// UsageError is bad usage of a command: wrong arguments or flags.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// FailedError reports a finished run with failed tasks (exit 3); the report
+// has already been printed.
+type FailedError struct{ Msg string }
+
+func (e *FailedError) Error() string { return e.Msg }
+
+// invalid lists the sentinels that mean "the user gave bad input"; every
+// error wrapping one maps to exit 2. Domain packages add theirs here, in
+// this one place.
+var invalid = []error{
+	resources.ErrBase, resources.ErrInvalid, resources.ErrNotFound, resources.ErrExists,
+	resources.ErrConnected, resources.ErrCycle,
+	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
+	tags.ErrInvalidTag,
+}
+
+// RegisterInvalid adds sentinels of later packages to the exit-2 list.
+func RegisterInvalid(errs ...error) { invalid = append(invalid, errs...) }
+
+// ExitCode maps an error returned by a command to its exit status.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var (
+		fe  *FailedError
+		ue  *UsageError
+		pe  *events.ParseError
+		te  *tags.ExprError
+		ce  *schema.CheckError
+		spe *schema.ParseError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return ExitFailed
+	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &te), errors.As(err, &ce), errors.As(err, &spe):
+		return ExitInvalid
+	}
+	for _, s := range invalid {
+		if errors.Is(err, s) {
+			return ExitInvalid
+		}
+	}
+	return ExitError
+}

@@ -1,0 +1,131 @@
+package resource
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/resources/schema"
+)
+
+// inputView is one input as shown to users.
+type inputView struct {
+	Name      string `json:"name"`
+	Schema    string `json:"schema"`
+	Value     any    `json:"value"`
+	Sensitive bool   `json:"sensitive"`
+	// From lists the emitter inputs the value follows ("node1.ip").
+	From []string `json:"from"`
+}
+
+type metaView struct {
+	Retry   int      `json:"retry"`
+	Delay   string   `json:"delay"`
+	Timeout string   `json:"timeout"`
+	Sema    []string `json:"sema"`
+}
+
+type resourceView struct {
+	FormatVersion int         `json:"format_version,omitempty"`
+	Name          string      `json:"name"`
+	Base          string      `json:"base"`
+	BaseDir       string      `json:"base_dir"`
+	Handler       string      `json:"handler"`
+	Location      string      `json:"location"`
+	Removing      bool        `json:"removing"`
+	Tags          []string    `json:"tags"`
+	Actions       []string    `json:"actions"`
+	Inputs        []inputView `json:"inputs"`
+	Meta          metaView    `json:"meta"`
+}
+
+func maskValue(sensitive bool, v any) any {
+	if sensitive && v != nil {
+		return app.Mask
+	}
+	return v
+}
+
+func newView(cat *resources.Catalog, r *resources.Resource) (resourceView, error) {
+	eff, err := cat.Effective(r.Name)
+	if err != nil {
+		return resourceView{}, err
+	}
+	conns, err := cat.Incoming(r.Name)
+	if err != nil {
+		return resourceView{}, err
+	}
+	v := resourceView{Name: r.Name, Base: r.Base.Name, BaseDir: r.Base.Dir, Handler: r.Base.Handler, Removing: r.Removing,
+		Tags: r.Tags.Strings(), Actions: r.Base.ActionNames(), Inputs: []inputView{}}
+	if loc, ok := eff[resources.LocationInput].(string); ok {
+		v.Location = loc
+	}
+	for _, d := range r.Base.Inputs {
+		iv := inputView{Name: d.Name, Schema: d.Schema.String(), Value: maskValue(d.Sensitive, eff[d.Name]), Sensitive: d.Sensitive, From: []string{}}
+		for _, c := range conns {
+			for _, m := range c.Mappings {
+				if m.To == d.Name {
+					iv.From = append(iv.From, c.Emitter+"."+m.From)
+				}
+			}
+		}
+		v.Inputs = append(v.Inputs, iv)
+	}
+	m := r.EffectiveMeta()
+	v.Meta = metaView{Sema: []string{}}
+	if m.Retry != nil {
+		v.Meta.Retry = *m.Retry
+	}
+	if m.Delay != nil {
+		v.Meta.Delay = m.Delay.String()
+	}
+	if m.Timeout != nil {
+		v.Meta.Timeout = m.Timeout.String()
+	}
+	if m.Sema != nil {
+		v.Meta.Sema = m.Sema
+	}
+	return v, nil
+}
+
+func formatValue(v any) string {
+	if v == nil {
+		return "-"
+	}
+	if s, ok := v.(string); ok && s == app.Mask {
+		return s
+	}
+	return schema.Format(v)
+}
+
+func printView(w io.Writer, v resourceView) error {
+	state := ""
+	if v.Removing {
+		state = " (removal staged)"
+	}
+	fmt.Fprintf(w, "%s%s\n", v.Name, state)
+	fmt.Fprintf(w, "  base:     %s (%s, %s)\n", v.Base, v.Handler, v.BaseDir)
+	if v.Location != "" {
+		fmt.Fprintf(w, "  location: %s\n", v.Location)
+	}
+	fmt.Fprintf(w, "  tags:     %s\n", strings.Join(v.Tags, ", "))
+	fmt.Fprintf(w, "  actions:  %s\n", strings.Join(v.Actions, ", "))
+	meta := fmt.Sprintf("retry=%d", v.Meta.Retry)
+	if v.Meta.Delay != "" {
+		meta += " delay=" + v.Meta.Delay
+	}
+	if v.Meta.Timeout != "" {
+		meta += " timeout=" + v.Meta.Timeout
+	}
+	if len(v.Meta.Sema) > 0 {
+		meta += " sema=" + strings.Join(v.Meta.Sema, ",")
+	}
+	fmt.Fprintf(w, "  meta:     %s\n\n", meta)
+	rows := make([][]string, 0, len(v.Inputs))
+	for _, in := range v.Inputs {
+		rows = append(rows, []string{in.Name, in.Schema, formatValue(in.Value), strings.Join(in.From, ", ")})
+	}
+	return app.Table(w, []string{"input", "schema", "value", "from"}, rows)
+}

@@ -1,0 +1,450 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/solarops/solar/events"
+)
+
+// Build expands in into a plan, as the package documentation describes.
+// It is deterministic: identical Input gives an identical Plan. It fails
+// with ErrEmpty when no entry is selected, with a *CycleError when after
+// rules alone form a cycle, and with an error wrapping events.ErrBadRule
+// for a rule of unknown kind.
+func Build(in Input) (*Plan, error) {
+	if len(in.Entries) == 0 {
+		return nil, ErrEmpty
+	}
+	b, err := newBuilder(in)
+	if err != nil {
+		return nil, err
+	}
+	b.expand(in.Entries)
+	if err := b.addAfterEdges(); err != nil {
+		return nil, err
+	}
+	return b.plan(in.Entries)
+}
+
+// builder holds one Build's state. Everything is indexed by dense int32 ids
+// (actions, rules, nodes, edges) so that the hot paths touch flat slices;
+// strings appear only when the plan is written out.
+type builder struct {
+	rules []events.Rule // deduplicated, in input order
+	text  []string      // canonical rule texts, filled when first needed
+
+	acts   []action
+	actIdx map[events.Ref]int32
+	emit   []int32 // per rule: emitter action
+	sub    []int32 // per rule: subscriber action
+
+	// react rules by emitter action, in rule order: those of action a are
+	// reactList[reactStart[a]:reactStart[a+1]].
+	reactStart []int32
+	reactList  []int32
+	broke      []bool // per rule: it already made a cycle-breaking instance
+
+	g     dag
+	nodes []node
+	// per edge (same ids as g.es): the rule that made it, and the next edge
+	// with the same ends, to tell duplicates from parallel edges.
+	edgeRule []int32
+	nextSame []int32
+	pairs    map[uint64]int32 // (from, to) -> first edge between them
+
+	warnings []string
+}
+
+type action struct {
+	ref         events.Ref
+	first, last int32 // first and latest instance, or none
+	count       int32 // instances so far
+}
+
+type node struct {
+	act      int32
+	instance int32
+	entry    int32 // index of the selected entry that staged it, or none
+}
+
+func newBuilder(in Input) (*builder, error) {
+	b := &builder{
+		rules:  make([]events.Rule, 0, len(in.Rules)),
+		actIdx: make(map[events.Ref]int32, len(in.Entries)+len(in.Rules)),
+		pairs:  make(map[uint64]int32, len(in.Rules)),
+	}
+	seen := make(map[events.Rule]struct{}, len(in.Rules))
+	for i, r := range in.Rules {
+		if r.Kind != events.React && r.Kind != events.After {
+			return nil, fmt.Errorf("rule %d (%s -> %s) has unknown kind %d: %w", i, r.Emitter, r.Subscriber, r.Kind, events.ErrBadRule)
+		}
+		if _, dup := seen[r]; dup {
+			continue
+		}
+		seen[r] = struct{}{}
+		b.rules = append(b.rules, r)
+	}
+	b.text = make([]string, len(b.rules))
+	b.emit = make([]int32, len(b.rules))
+	b.sub = make([]int32, len(b.rules))
+	b.broke = make([]bool, len(b.rules))
+	// Entries are interned first so that the common case, an action that is
+	// both staged and named by rules, costs one map entry.
+	for _, e := range in.Entries {
+		b.intern(events.Ref{Resource: e.Resource, Action: e.Action})
+	}
+	for i, r := range b.rules {
+		b.emit[i] = b.intern(r.Emitter)
+		b.sub[i] = b.intern(r.Subscriber)
+	}
+
+	// Counting sort of react rules by emitter keeps rule order within each
+	// action and needs no slice per action.
+	b.reactStart = make([]int32, len(b.acts)+1)
+	for i, r := range b.rules {
+		if r.Kind == events.React {
+			b.reactStart[b.emit[i]+1]++
+		}
+	}
+	for a := range b.acts {
+		b.reactStart[a+1] += b.reactStart[a]
+	}
+	b.reactList = make([]int32, b.reactStart[len(b.acts)])
+	fill := make([]int32, len(b.acts))
+	copy(fill, b.reactStart)
+	for i, r := range b.rules {
+		if r.Kind == events.React {
+			a := b.emit[i]
+			b.reactList[fill[a]] = int32(i)
+			fill[a]++
+		}
+	}
+
+	n := len(in.Entries) + len(b.rules)
+	b.nodes = make([]node, 0, n)
+	b.g.vs = make([]vertex, 0, n)
+	b.g.es = make([]dagEdge, 0, len(b.rules))
+	b.edgeRule = make([]int32, 0, len(b.rules))
+	b.nextSame = make([]int32, 0, len(b.rules))
+	return b, nil
+}
+
+func (b *builder) intern(ref events.Ref) int32 {
+	if a, ok := b.actIdx[ref]; ok {
+		return a
+	}
+	a := int32(len(b.acts))
+	b.acts = append(b.acts, action{ref: ref, first: none, last: none})
+	b.actIdx[ref] = a
+	return a
+}
+
+func (b *builder) newNode(a int32) int32 {
+	v := b.g.addVertex()
+	act := &b.acts[a]
+	b.nodes = append(b.nodes, node{act: a, instance: act.count, entry: none})
+	act.count++
+	if act.first == none {
+		act.first = v
+	}
+	act.last = v
+	return v
+}
+
+// edge adds x -> y for rule r unless that very edge exists. The caller has
+// made room for it in the order.
+func (b *builder) edge(x, y, r int32) {
+	key := uint64(uint32(x))<<32 | uint64(uint32(y))
+	first, ok := b.pairs[key]
+	if ok {
+		for e := first; e != none; e = b.nextSame[e] {
+			if b.edgeRule[e] == r {
+				return
+			}
+		}
+	}
+	e := b.g.addEdge(x, y)
+	b.edgeRule = append(b.edgeRule, r)
+	if ok {
+		// Parallel edges are rare; putting the new one second keeps the
+		// map untouched.
+		b.nextSame = append(b.nextSame, b.nextSame[first])
+		b.nextSame[first] = e
+	} else {
+		b.nextSame = append(b.nextSame, none)
+		b.pairs[key] = e
+	}
+}
+
+// frame is a node being visited: pos is its next react rule in reactList.
+type frame struct {
+	node, pos, end int32
+}
+
+// expand is step 1: the depth-first react expansion from the selected
+// entries. The visit stack is explicit because a chain of rules can be as
+// deep as the plan is large.
+func (b *builder) expand(entries []Entry) {
+	var stack []frame
+	for i, e := range entries {
+		a := b.actIdx[events.Ref{Resource: e.Resource, Action: e.Action}]
+		u := b.acts[a].first
+		fresh := u == none
+		if fresh {
+			u = b.newNode(a)
+		}
+		if b.nodes[u].entry == none {
+			b.nodes[u].entry = int32(i)
+		}
+		if !fresh {
+			continue // visited when it was created
+		}
+		stack = append(stack, b.frame(u))
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.pos == f.end {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			r := b.reactList[f.pos]
+			f.pos++
+			if v := b.fire(f.node, r); v != none {
+				stack = append(stack, b.frame(v))
+			}
+		}
+	}
+}
+
+func (b *builder) frame(u int32) frame {
+	a := b.nodes[u].act
+	return frame{node: u, pos: b.reactStart[a], end: b.reactStart[a+1]}
+}
+
+// fire applies react rule r while visiting u. It returns the node it
+// created, which the caller visits next, or none.
+func (b *builder) fire(u, r int32) int32 {
+	s := b.sub[r]
+	// Subscribers go after the emitter's last instance, so that they see
+	// its final run; see the package documentation.
+	src := b.acts[b.nodes[u].act].last
+	v := b.acts[s].last
+	if v == none {
+		v = b.newNode(s)
+		b.edge(src, v, r) // v is last in the order: no cycle possible
+		return v
+	}
+	if src != u && b.g.order(src, v) {
+		b.edge(src, v, r)
+		return none
+	}
+	if b.g.order(u, v) {
+		b.edge(u, v, r)
+		return none
+	}
+	// u -> v would close a cycle. An instance made to break a cycle does not
+	// fire the rule that leads back into it, or expansion would never end.
+	if b.nodes[u].instance > 0 || b.broke[r] {
+		return none
+	}
+	b.broke[r] = true
+	w := b.newNode(s)
+	b.edge(u, w, r)
+	return w
+}
+
+// addAfterEdges is step 2: dependency rules only order nodes that react
+// expansion put in the plan.
+func (b *builder) addAfterEdges() error {
+	for i, r := range b.rules {
+		if r.Kind != events.After {
+			continue
+		}
+		x, y := b.acts[b.emit[i]].last, b.acts[b.sub[i]].first
+		if x == none || y == none {
+			continue
+		}
+		if _, joined := b.pairs[uint64(uint32(x))<<32|uint64(uint32(y))]; joined {
+			continue
+		}
+		if b.g.order(x, y) {
+			b.edge(x, y, int32(i))
+			continue
+		}
+		if p := b.g.path(y, x, b.isAfter); p != nil {
+			return b.cycleError(int32(i), x, p)
+		}
+		b.warnings = append(b.warnings, fmt.Sprintf(
+			"dropped %q: %s -> %s would close the cycle %s, which react rules need",
+			b.ruleText(int32(i)), b.id(x), b.id(y), b.cycleText(x, b.g.path(y, x, nil))))
+	}
+	return nil
+}
+
+func (b *builder) isAfter(e int32) bool {
+	return b.rules[b.edgeRule[e]].Kind == events.After
+}
+
+// cycleError describes the cycle that after rule r, adding x -> p[0],
+// would close, where p is a path of after-edges from p[0] back to x.
+func (b *builder) cycleError(r, x int32, p []int32) *CycleError {
+	ce := &CycleError{
+		Cycle: []string{b.id(x)},
+		Rules: []string{b.ruleText(r)},
+	}
+	for i, v := range p {
+		ce.Cycle = append(ce.Cycle, b.id(v))
+		if i+1 < len(p) {
+			ce.Rules = append(ce.Rules, b.afterRuleText(v, p[i+1]))
+		}
+	}
+	return ce
+}
+
+// afterRuleText names the rule behind the after-edge x -> y.
+func (b *builder) afterRuleText(x, y int32) string {
+	first, ok := b.pairs[uint64(uint32(x))<<32|uint64(uint32(y))]
+	if !ok {
+		return ""
+	}
+	for e := first; e != none; e = b.nextSame[e] {
+		if b.isAfter(e) {
+			return b.ruleText(b.edgeRule[e])
+		}
+	}
+	return ""
+}
+
+// cycleText prints the cycle x -> p... for a warning, shortened in the
+// middle when long, since a react cycle can span much of a big plan.
+func (b *builder) cycleText(x int32, p []int32) string {
+	const keep = 4
+	var sb strings.Builder
+	sb.WriteString(b.id(x))
+	for i, v := range p {
+		if len(p) > 2*keep && i == keep {
+			fmt.Fprintf(&sb, " -> ... (%d more)", len(p)-2*keep)
+		}
+		if len(p) > 2*keep && i >= keep && i < len(p)-keep {
+			continue
+		}
+		sb.WriteString(" -> ")
+		sb.WriteString(b.id(v))
+	}
+	return sb.String()
+}
+
+func (b *builder) id(v int32) string {
+	n := b.nodes[v]
+	return b.acts[n.act].ref.String() + "#" + strconv.Itoa(int(n.instance))
+}
+
+func (b *builder) ruleText(r int32) string {
+	if b.text[r] == "" {
+		b.text[r] = b.rules[r].String()
+	}
+	return b.text[r]
+}
+
+// plan is step 3: weights, the final acyclicity check, and the exported
+// form.
+func (b *builder) plan(entries []Entry) (*Plan, error) {
+	nv := len(b.nodes)
+	// ord is a permutation of 0..nv-1, so inverting it sorts the nodes
+	// topologically in linear time.
+	topo := make([]int32, nv)
+	for v := range b.g.vs {
+		topo[b.g.vs[v].ord] = int32(v)
+	}
+	for _, e := range b.g.es {
+		if b.g.vs[e.from].ord >= b.g.vs[e.to].ord {
+			return nil, fmt.Errorf("planner bug: edge %s -> %s breaks the topological order: %w", b.id(e.from), b.id(e.to), ErrDependencyCycle)
+		}
+	}
+	weight := make([]int32, nv)
+	for i := nv - 1; i >= 0; i-- {
+		v := topo[i]
+		w := int32(0)
+		for e := b.g.vs[v].firstOut; e != none; e = b.g.es[e].nextOut {
+			w = max(w, weight[b.g.es[e].to])
+		}
+		weight[v] = w + 1
+	}
+
+	// All ids live in one string; nodes and edges share substrings of it.
+	var sb strings.Builder
+	size := 0
+	for _, n := range b.nodes {
+		ref := b.acts[n.act].ref
+		size += len(ref.Resource) + len(ref.Action) + 2 + 10
+	}
+	sb.Grow(size)
+	ends := make([]int, nv)
+	for v, n := range b.nodes {
+		ref := b.acts[n.act].ref
+		sb.WriteString(ref.Resource)
+		sb.WriteByte('.')
+		sb.WriteString(ref.Action)
+		sb.WriteByte('#')
+		var digits [12]byte
+		sb.Write(strconv.AppendInt(digits[:0], int64(n.instance), 10))
+		ends[v] = sb.Len()
+	}
+	all := sb.String()
+	ids := make([]string, nv)
+	start := 0
+	for v, end := range ends {
+		ids[v] = all[start:end]
+		start = end
+	}
+
+	p := &Plan{
+		Nodes:    make([]Node, nv),
+		Edges:    make([]Edge, len(b.g.es)),
+		Warnings: b.warnings,
+	}
+	if p.Warnings == nil {
+		p.Warnings = []string{}
+	}
+	for i, e := range b.g.es {
+		r := b.edgeRule[i]
+		out := Edge{From: ids[e.from], To: ids[e.to], Kind: EdgeReact, Rule: b.ruleText(r)}
+		if b.rules[r].Kind == events.After {
+			out.Kind = EdgeAfter
+		} else {
+			out.Event = b.rules[r].Event
+		}
+		p.Edges[i] = out
+	}
+
+	// TriggeredBy lists share one backing array; a stamp per rule drops a
+	// rule's second edge into the same node.
+	triggers := make([]string, 0, len(b.g.es))
+	stamp := make([]int32, len(b.rules))
+	for v, n := range b.nodes {
+		ref := b.acts[n.act].ref
+		begin := len(triggers)
+		for e := b.g.vs[v].firstIn; e != none; e = b.g.es[e].nextIn {
+			r := b.edgeRule[e]
+			if b.rules[r].Kind == events.React && stamp[r] != int32(v)+1 {
+				stamp[r] = int32(v) + 1
+				triggers = append(triggers, b.ruleText(r))
+			}
+		}
+		out := Node{
+			ID:          ids[v],
+			Resource:    ref.Resource,
+			Action:      ref.Action,
+			Instance:    int(n.instance),
+			TriggeredBy: triggers[begin:len(triggers):len(triggers)],
+			Weight:      int(weight[v]),
+		}
+		if n.entry != none {
+			out.Staged = true
+			out.StagedKey = entries[n.entry].Key
+		}
+		p.Nodes[v] = out
+	}
+	return p, nil
+}

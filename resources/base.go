@@ -1,0 +1,386 @@
+package resources
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/solarops/solar/resources/schema"
+)
+
+// Errors for bad input. Each returned error wraps one of these and names the
+// offending thing; the CLI maps all of them to exit status 2.
+var (
+	// ErrBase means a base directory or its meta.yaml is missing or invalid.
+	ErrBase = errors.New("invalid base")
+	// ErrInvalid means a value, name, mapping or tag given by the user is
+	// not acceptable.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotFound means a named resource does not exist.
+	ErrNotFound = errors.New("no such resource")
+	// ErrExists means a resource with that name already exists.
+	ErrExists = errors.New("resource already exists")
+	// ErrConnected means a write targeted an input that follows a connection.
+	ErrConnected = errors.New("input is connected")
+	// ErrCycle means a connection would make data flow in a circle.
+	ErrCycle = errors.New("data cycle")
+)
+
+// LocationInput is the implicit input every resource has: the node it runs
+// on ("" for the local machine).
+const LocationInput = "location"
+
+// Handlers solar knows how to run.
+var handlers = map[string]bool{"shell": true, "noop": true}
+
+// InputDef declares one input of a base.
+type InputDef struct {
+	Name      string         `json:"name"`
+	Schema    *schema.Schema `json:"-"`
+	Default   any            `json:"default,omitempty"`
+	Sensitive bool           `json:"sensitive,omitempty"`
+}
+
+type inputDefJSON struct {
+	Name      string `json:"name"`
+	Schema    string `json:"schema"`
+	Default   any    `json:"default,omitempty"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// MarshalJSON stores the schema as its canonical text.
+func (d InputDef) MarshalJSON() ([]byte, error) {
+	return json.Marshal(inputDefJSON{Name: d.Name, Schema: d.Schema.String(), Default: d.Default, Sensitive: d.Sensitive})
+}
+
+// schemaCache avoids re-parsing the same schema text for every stored
+// resource a command loads; bases share a handful of schema texts.
+var schemaCache sync.Map // string -> *schema.Schema
+
+func parseSchemaCached(text string) (*schema.Schema, error) {
+	if s, ok := schemaCache.Load(text); ok {
+		return s.(*schema.Schema), nil
+	}
+	s, err := schema.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Store(text, s)
+	return s, nil
+}
+
+// UnmarshalJSON restores the schema from its text.
+func (d *InputDef) UnmarshalJSON(b []byte) error {
+	var j inputDefJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	s, err := parseSchemaCached(j.Schema)
+	if err != nil {
+		return err
+	}
+	def := j.Default
+	if def != nil {
+		if def, err = s.Check(def); err != nil {
+			return err
+		}
+	}
+	*d = InputDef{Name: j.Name, Schema: s, Default: def, Sensitive: j.Sensitive}
+	return nil
+}
+
+// Duration is a time.Duration written as "1s" in YAML and JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as text.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration written as text.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// String renders the duration ("1m30s").
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Meta holds execution metaparameters. Nil fields are unset: a resource's
+// Meta overrides its base's field by field.
+type Meta struct {
+	Retry   *int      `json:"retry,omitempty" yaml:"retry"`
+	Delay   *Duration `json:"delay,omitempty" yaml:"delay"`
+	Timeout *Duration `json:"timeout,omitempty" yaml:"timeout"`
+	Sema    []string  `json:"sema,omitempty" yaml:"sema"`
+}
+
+// Over returns m with every field set in o replacing m's.
+func (m Meta) Over(o Meta) Meta {
+	if o.Retry != nil {
+		m.Retry = o.Retry
+	}
+	if o.Delay != nil {
+		m.Delay = o.Delay
+	}
+	if o.Timeout != nil {
+		m.Timeout = o.Timeout
+	}
+	if o.Sema != nil {
+		m.Sema = o.Sema
+	}
+	return m
+}
+
+var semaRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+:[1-9][0-9]*$`)
+
+// SetMeta parses one "key=value" metaparameter into m.
+func (m *Meta) SetMeta(key, value string) error {
+	switch key {
+	case "retry":
+		var n int
+		if _, err := fmt.Sscanf(value, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != value {
+			return fmt.Errorf("%w: meta retry=%q: want a whole number ≥ 0", ErrInvalid, value)
+		}
+		m.Retry = &n
+	case "delay", "timeout":
+		d, err := time.ParseDuration(value)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%w: meta %s=%q: want a duration such as 1s or 2m", ErrInvalid, key, value)
+		}
+		dd := Duration(d)
+		if key == "delay" {
+			m.Delay = &dd
+		} else {
+			m.Timeout = &dd
+		}
+	case "sema":
+		m.Sema = nil
+		for _, s := range strings.Split(value, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				m.Sema = append(m.Sema, s)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: unknown metaparameter %q (want retry, delay, timeout or sema)", ErrInvalid, key)
+	}
+	return m.validate()
+}
+
+func (m Meta) validate() error {
+	if m.Retry != nil && *m.Retry < 0 {
+		return fmt.Errorf("%w: meta retry=%d: want ≥ 0", ErrInvalid, *m.Retry)
+	}
+	for _, s := range m.Sema {
+		if !semaRe.MatchString(s) {
+			return fmt.Errorf("%w: meta sema %q: want NAME:COUNT with COUNT ≥ 1, e.g. db:1", ErrInvalid, s)
+		}
+	}
+	return nil
+}
+
+// Base is a loaded resource base. A resource keeps a copy of it.
+type Base struct {
+	Name    string            `json:"name"`
+	Dir     string            `json:"dir"`
+	Handler string            `json:"handler"`
+	Version string            `json:"version,omitempty"`
+	Node    bool              `json:"node,omitempty"`
+	Actions map[string]string `json:"actions"`
+	Inputs  []InputDef        `json:"inputs"`
+	Meta    Meta              `json:"meta"`
+	Tags    []string          `json:"tags,omitempty"`
+}
+
+// Input returns the definition of the named input.
+func (b *Base) Input(name string) (*InputDef, bool) {
+	for i := range b.Inputs {
+		if b.Inputs[i].Name == name {
+			return &b.Inputs[i], true
+		}
+	}
+	return nil, false
+}
+
+// InputNames lists the inputs in declaration order.
+func (b *Base) InputNames() []string {
+	out := make([]string, len(b.Inputs))
+	for i, d := range b.Inputs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// ActionNames lists the actions sorted by name.
+func (b *Base) ActionNames() []string {
+	out := make([]string, 0, len(b.Actions))
+	for a := range b.Actions {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type metaFile struct {
+	Handler string            `yaml:"handler"`
+	Version string            `yaml:"version"`
+	Node    bool              `yaml:"node"`
+	Actions map[string]string `yaml:"actions"`
+	Inputs  yaml.Node         `yaml:"inputs"`
+	Meta    struct {
+		Retry   *int     `yaml:"retry"`
+		Delay   string   `yaml:"delay"`
+		Timeout string   `yaml:"timeout"`
+		Sema    []string `yaml:"sema"`
+	} `yaml:"meta"`
+	Tags []string `yaml:"tags"`
+}
+
+type inputFile struct {
+	Schema    string `yaml:"schema"`
+	Value     any    `yaml:"value"`
+	Sensitive bool   `yaml:"sensitive"`
+}
+
+var (
+	inputNameRe  = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	actionNameRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+)
+
+// LoadBase reads the base in dir. Errors wrap ErrBase and name the file and,
+// for YAML problems, the line.
+func LoadBase(dir string) (*Base, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBase, dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: base directory %s does not exist", ErrBase, dir)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory (a base is a directory with meta.yaml)", ErrBase, dir)
+	}
+	metaPath := filepath.Join(abs, "meta.yaml")
+	raw, err := os.ReadFile(metaPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s has no meta.yaml", ErrBase, dir)
+	}
+	shown := filepath.Join(dir, "meta.yaml")
+	var mf metaFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&mf); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrBase, shown, yamlMessage(err))
+	}
+	b := &Base{Name: filepath.Base(abs), Dir: abs, Handler: mf.Handler, Version: mf.Version, Node: mf.Node, Actions: mf.Actions, Tags: mf.Tags}
+	if b.Handler == "" {
+		b.Handler = "shell"
+	}
+	if !handlers[b.Handler] {
+		return nil, fmt.Errorf("%w: %s: unknown handler %q (want shell or noop)", ErrBase, shown, b.Handler)
+	}
+	if b.Actions == nil {
+		b.Actions = map[string]string{}
+	}
+	for _, name := range b.ActionNames() {
+		if !actionNameRe.MatchString(name) {
+			return nil, fmt.Errorf("%w: %s: invalid action name %q (want [a-z_][a-z0-9_]*)", ErrBase, shown, name)
+		}
+		script := b.Actions[name]
+		if b.Handler == "shell" {
+			if script == "" {
+				return nil, fmt.Errorf("%w: %s: action %q has no script", ErrBase, shown, name)
+			}
+			if _, err := os.Stat(filepath.Join(abs, script)); err != nil {
+				return nil, fmt.Errorf("%w: %s: action %q: script %s does not exist", ErrBase, shown, name, script)
+			}
+		}
+	}
+	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
+		return nil, err
+	}
+	if _, ok := b.Input(LocationInput); !ok {
+		b.Inputs = append(b.Inputs, InputDef{Name: LocationInput, Schema: schema.MustParse("str"), Default: ""})
+	}
+	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema}
+	for _, f := range []struct {
+		key, text string
+		dst       **Duration
+	}{{"delay", mf.Meta.Delay, &m.Delay}, {"timeout", mf.Meta.Timeout, &m.Timeout}} {
+		if f.text == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.text)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%w: %s: meta %s %q: want a duration such as 1s or 2m", ErrBase, shown, f.key, f.text)
+		}
+		dd := Duration(d)
+		*f.dst = &dd
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBase, shown, err)
+	}
+	b.Meta = m
+	return b, nil
+}
+
+func (b *Base) loadInputs(n *yaml.Node, shown string) error {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%w: %s:%d: inputs must be a mapping of name -> {schema, value}", ErrBase, shown, n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		name := key.Value
+		if !inputNameRe.MatchString(name) {
+			return fmt.Errorf("%w: %s:%d: invalid input name %q (want [a-z_][a-z0-9_]*)", ErrBase, shown, key.Line, name)
+		}
+		var f inputFile
+		if err := val.Decode(&f); err != nil {
+			return fmt.Errorf("%w: %s:%d: input %q: %s", ErrBase, shown, val.Line, name, yamlMessage(err))
+		}
+		if f.Schema == "" {
+			return fmt.Errorf("%w: %s:%d: input %q has no schema", ErrBase, shown, val.Line, name)
+		}
+		s, err := parseSchemaCached(f.Schema)
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: input %q: %v", ErrBase, shown, val.Line, name, err)
+		}
+		var def any
+		if f.Value != nil {
+			if def, err = s.Check(f.Value); err != nil {
+				return fmt.Errorf("%w: %s:%d: input %q: default value: %v", ErrBase, shown, val.Line, name, err)
+			}
+		}
+		if _, dup := b.Input(name); dup {
+			return fmt.Errorf("%w: %s:%d: input %q declared twice", ErrBase, shown, key.Line, name)
+		}
+		b.Inputs = append(b.Inputs, InputDef{Name: name, Schema: s, Default: def, Sensitive: f.Sensitive})
+	}
+	return nil
+}
+
+// yamlMessage shortens yaml.v3 errors ("yaml: line 3: ...") to "line 3: ...".
+func yamlMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	return msg
+}

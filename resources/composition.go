@@ -1,0 +1,258 @@
+package resources
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/solarops/solar/tags"
+)
+
+// Composition is a file that creates many resources, connections and rules
+// at once. Resource ids are used as written (not prefixed by the name given
+// on the command line); every resource gets the tag composition=NAME so the
+// whole set can be selected.
+type Composition struct {
+	Path      string
+	Resources []CompResource
+	Events    []CompEvent
+}
+
+// CompResource is one entry of a composition.
+type CompResource struct {
+	ID       string
+	From     string // base directory, relative to the composition file
+	Location string
+	Tags     []string
+	Input    map[string]any
+	Meta     map[string]string
+	Line     int
+}
+
+// CompEvent is one rule text with its line, for error messages.
+type CompEvent struct {
+	Text string
+	Line int
+}
+
+type compFile struct {
+	Resources []yaml.Node `yaml:"resources"`
+	Events    []yaml.Node `yaml:"events"`
+}
+
+type compEntry struct {
+	ID       string            `yaml:"id"`
+	From     string            `yaml:"from"`
+	Location string            `yaml:"location"`
+	Tags     []string          `yaml:"tags"`
+	Input    map[string]any    `yaml:"input"`
+	Meta     map[string]string `yaml:"meta"`
+}
+
+// IsComposition reports whether path names a composition file rather than
+// a base directory.
+func IsComposition(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil || st.IsDir() {
+		return false
+	}
+	ext := filepath.Ext(path)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// LoadComposition reads a composition file. Errors name the file and line.
+func LoadComposition(path string) (*Composition, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: composition %s: %v", ErrBase, path, err)
+	}
+	var f compFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, path, yamlMessage(err))
+	}
+	c := &Composition{Path: path}
+	dir := filepath.Dir(path)
+	for i := range f.Resources {
+		n := &f.Resources[i]
+		var e compEntry
+		if err := n.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, n.Line, yamlMessage(err))
+		}
+		if e.ID == "" || e.From == "" {
+			return nil, fmt.Errorf("%w: %s:%d: each resource needs id and from", ErrInvalid, path, n.Line)
+		}
+		from := e.From
+		if !filepath.IsAbs(from) {
+			from = filepath.Join(dir, from)
+		}
+		c.Resources = append(c.Resources, CompResource{ID: e.ID, From: from, Location: e.Location, Tags: e.Tags, Input: e.Input, Meta: e.Meta, Line: n.Line})
+	}
+	for i := range f.Events {
+		n := &f.Events[i]
+		if n.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("%w: %s:%d: each event is one rule as text", ErrInvalid, path, n.Line)
+		}
+		c.Events = append(c.Events, CompEvent{Text: n.Value, Line: n.Line})
+	}
+	return c, nil
+}
+
+var refRe = regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)::([a-z_][a-z0-9_]*)$`)
+
+// ref splits "other::input".
+func ref(v any) (res, input string, ok bool) {
+	s, isStr := v.(string)
+	if !isStr {
+		return "", "", false
+	}
+	m := refRe.FindStringSubmatch(s)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// CompositionResult is what a composition created.
+type CompositionResult struct {
+	Resources   []*Resource
+	Connections []Connection
+}
+
+// CreateComposition creates every resource of comp, then connects the
+// "other::input" references and locations, then checks required inputs.
+// The caller's transaction makes it all-or-nothing.
+func (c *Catalog) CreateComposition(name string, comp *Composition) (*CompositionResult, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	bases := map[string]*Base{}
+	res := &CompositionResult{}
+	type pending struct {
+		emitter, receiver string
+		m                 Mapping
+		line              int
+	}
+	var conns []pending
+	seen := map[string]int{}
+	for _, e := range comp.Resources {
+		where := fmt.Sprintf("%s:%d", comp.Path, e.Line)
+		if prev, dup := seen[e.ID]; dup {
+			return nil, fmt.Errorf("%w: %s: id %q already used at line %d", ErrExists, where, e.ID, prev)
+		}
+		seen[e.ID] = e.Line
+		b, ok := bases[e.From]
+		if !ok {
+			var err error
+			if b, err = LoadBase(e.From); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			bases[e.From] = b
+		}
+		vals := Values{Text: map[string]string{}, Raw: map[string]any{}}
+		keys := make([]string, 0, len(e.Input))
+		for k := range e.Input {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := e.Input[k]
+			if r, in, ok := ref(v); ok {
+				conns = append(conns, pending{r, e.ID, Mapping{From: in, To: k}, e.Line})
+				continue
+			}
+			if list, ok := v.([]any); ok && len(list) > 0 && allRefs(list) {
+				for _, el := range list {
+					r, in, _ := ref(el)
+					conns = append(conns, pending{r, e.ID, Mapping{From: in, To: k}, e.Line})
+				}
+				continue
+			}
+			if obj, ok := v.(map[string]any); ok {
+				plain := map[string]any{}
+				okeys := make([]string, 0, len(obj))
+				for ok := range obj {
+					okeys = append(okeys, ok)
+				}
+				sort.Strings(okeys)
+				for _, ok := range okeys {
+					if r, in, isRef := ref(obj[ok]); isRef {
+						conns = append(conns, pending{r, e.ID, Mapping{From: in, To: k, Key: ok}, e.Line})
+					} else {
+						plain[ok] = obj[ok]
+					}
+				}
+				if len(plain) > 0 {
+					vals.Raw[k] = plain
+				}
+				continue
+			}
+			vals.Raw[k] = v
+		}
+		if e.Location != "" {
+			conns = append(conns, pending{e.Location, e.ID, Mapping{From: LocationInput, To: LocationInput}, e.Line})
+		}
+		ts, err := tags.ParseList(e.Tags)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
+		}
+		ts["composition"] = name
+		var meta Meta
+		mkeys := make([]string, 0, len(e.Meta))
+		for k := range e.Meta {
+			mkeys = append(mkeys, k)
+		}
+		sort.Strings(mkeys)
+		for _, k := range mkeys {
+			if err := meta.SetMeta(k, e.Meta[k]); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+		}
+		r, err := c.Create(CreateSpec{Name: e.ID, Base: b, Values: vals, Tags: ts, Meta: meta}, true)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		res.Resources = append(res.Resources, r)
+	}
+	// Group mappings per (emitter, receiver) so each pair is one connection.
+	type pair struct{ e, r string }
+	var order []pair
+	grouped := map[pair][]Mapping{}
+	lines := map[pair]int{}
+	for _, p := range conns {
+		k := pair{p.emitter, p.receiver}
+		if _, ok := grouped[k]; !ok {
+			order = append(order, k)
+			lines[k] = p.line
+		}
+		grouped[k] = append(grouped[k], p.m)
+	}
+	for _, k := range order {
+		conn, err := c.Connect(k.e, k.r, grouped[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", comp.Path, lines[k], err)
+		}
+		res.Connections = append(res.Connections, *conn)
+	}
+	for _, r := range res.Resources {
+		if err := c.CheckRequired(r.Name); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func allRefs(list []any) bool {
+	for _, el := range list {
+		if _, _, ok := ref(el); !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,494 @@
+package resources
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/store"
+)
+
+// Mapping sends one emitter input to one receiver input, or to one key of a
+// receiver's object input when Key is set.
+type Mapping struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Key  string `json:"key,omitempty"`
+}
+
+// String renders the mapping as "from->to" or "from->to:key".
+func (m Mapping) String() string {
+	if m.Key != "" {
+		return m.From + "->" + m.To + ":" + m.Key
+	}
+	return m.From + "->" + m.To
+}
+
+// Connection makes the receiver's mapped inputs follow the emitter's
+// effective values. Seq orders connections (list inputs and "last wins").
+type Connection struct {
+	Emitter  string    `json:"emitter"`
+	Receiver string    `json:"receiver"`
+	Mappings []Mapping `json:"mappings"`
+	Seq      uint64    `json:"seq"`
+}
+
+// Keys in the connections bucket: one record under the receiver, one index
+// entry under the emitter, so both directions are a prefix scan.
+func inKey(receiver, emitter string) string  { return "in/" + receiver + "\x00" + emitter }
+func outKey(emitter, receiver string) string { return "out/" + emitter + "\x00" + receiver }
+func inPrefix(receiver string) string        { return "in/" + receiver + "\x00" }
+func outPrefix(emitter string) string        { return "out/" + emitter + "\x00" }
+
+// ParseMappings reads a mapping given on the command line: a JSON object
+// {"e_in": "r_in"} (a value "r_in:key" targets one key) or "e_in->r_in"
+// pairs, several per argument separated by commas.
+func ParseMappings(args []string) ([]Mapping, error) {
+	var out []Mapping
+	for _, a := range args {
+		a = strings.TrimSpace(a)
+		if strings.HasPrefix(a, "{") {
+			var m map[string]string
+			if err := json.Unmarshal([]byte(a), &m); err != nil {
+				return nil, fmt.Errorf("%w: mapping %s: %s (want {\"emitter_input\": \"receiver_input\"})", ErrInvalid, quoteShort(a), jsonMessage(a, err))
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				mp, err := parseMapping(k + "->" + m[k])
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, mp)
+			}
+			continue
+		}
+		for _, part := range strings.Split(a, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			mp, err := parseMapping(part)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, mp)
+		}
+	}
+	return out, nil
+}
+
+func parseMapping(s string) (Mapping, error) {
+	from, to, ok := strings.Cut(s, "->")
+	from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+	if !ok || from == "" || to == "" {
+		return Mapping{}, fmt.Errorf("%w: mapping %q: want emitter_input->receiver_input", ErrInvalid, s)
+	}
+	m := Mapping{From: from, To: to}
+	if t, key, ok := strings.Cut(to, ":"); ok {
+		if t == "" || key == "" {
+			return Mapping{}, fmt.Errorf("%w: mapping %q: want emitter_input->receiver_input:key", ErrInvalid, s)
+		}
+		m.To, m.Key = t, key
+	}
+	return m, nil
+}
+
+// Incoming returns the connections into receiver, in connection order.
+func (c *Catalog) Incoming(receiver string) ([]Connection, error) {
+	if cs, ok := c.in[receiver]; ok {
+		return cs, nil
+	}
+	var cs []Connection
+	err := c.tx.ForEach(store.Connections, inPrefix(receiver), func(_ string, v []byte) error {
+		var conn Connection
+		if err := json.Unmarshal(v, &conn); err != nil {
+			return fmt.Errorf("decode connection into %s: %w", receiver, err)
+		}
+		cs = append(cs, conn)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Seq < cs[j].Seq })
+	c.in[receiver] = cs
+	return cs, nil
+}
+
+// Connection returns the connection from emitter to receiver, if any.
+func (c *Catalog) Connection(emitter, receiver string) (*Connection, bool) {
+	cs, err := c.Incoming(receiver)
+	if err != nil {
+		return nil, false
+	}
+	for i := range cs {
+		if cs[i].Emitter == emitter {
+			return &cs[i], true
+		}
+	}
+	return nil, false
+}
+
+// Receivers returns the resources emitter is connected to, sorted by name.
+func (c *Catalog) Receivers(emitter string) ([]string, error) {
+	var out []string
+	p := outPrefix(emitter)
+	err := c.tx.ForEach(store.Connections, p, func(k string, _ []byte) error {
+		out = append(out, strings.TrimPrefix(k, p))
+		return nil
+	})
+	return out, err
+}
+
+// AllConnections returns every connection, by receiver then order.
+func (c *Catalog) AllConnections() ([]Connection, error) {
+	var out []Connection
+	err := c.tx.ForEach(store.Connections, "in/", func(_ string, v []byte) error {
+		var conn Connection
+		if err := json.Unmarshal(v, &conn); err != nil {
+			return fmt.Errorf("decode connection: %w", err)
+		}
+		out = append(out, conn)
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Receiver != out[j].Receiver {
+			return out[i].Receiver < out[j].Receiver
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out, err
+}
+
+// Downstream returns every resource whose effective inputs depend on one of
+// names, transitively, in breadth-first order, without names themselves.
+func (c *Catalog) Downstream(names ...string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	queue := append([]string(nil), names...)
+	var out []string
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		rcvs, err := c.Receivers(n)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rcvs {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+				queue = append(queue, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Connect connects emitter to receiver with the given mappings (none: every
+// input the two share by name; location only flows from node bases). A
+// second Connect between the same pair replaces the mappings and keeps the
+// original order.
+func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connection, error) {
+	if emitter == receiver {
+		return nil, fmt.Errorf("%w: cannot connect %s to itself", ErrInvalid, emitter)
+	}
+	e, err := c.Get(emitter)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Get(receiver)
+	if err != nil {
+		return nil, err
+	}
+	if len(mappings) == 0 {
+		mappings = defaultMappings(e, r)
+		if len(mappings) == 0 {
+			return nil, fmt.Errorf("%w: %s and %s share no input names; give a mapping such as ip->host", ErrInvalid, emitter, receiver)
+		}
+	}
+	for _, m := range mappings {
+		if err := checkMapping(e, r, m); err != nil {
+			return nil, err
+		}
+	}
+	conn := Connection{Emitter: emitter, Receiver: receiver, Mappings: mappings}
+	if old, ok := c.Connection(emitter, receiver); ok {
+		conn.Seq = old.Seq
+	} else {
+		seq, err := c.tx.NextSequence(store.Connections)
+		if err != nil {
+			return nil, err
+		}
+		conn.Seq = seq
+	}
+	if err := c.checkCycle(conn); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(conn)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.tx.Put(store.Connections, inKey(receiver, emitter), raw); err != nil {
+		return nil, err
+	}
+	if err := c.tx.Put(store.Connections, outKey(emitter, receiver), nil); err != nil {
+		return nil, err
+	}
+	c.invalidate()
+	// The receiver's effective values must still satisfy its schemas.
+	if _, err := c.Effective(receiver); err != nil {
+		return nil, err
+	}
+	return &conn, nil
+}
+
+func defaultMappings(e, r *Resource) []Mapping {
+	var out []Mapping
+	for _, d := range e.Base.Inputs {
+		if d.Name == LocationInput && !e.Base.Node {
+			continue
+		}
+		if _, ok := r.Base.Input(d.Name); ok {
+			out = append(out, Mapping{From: d.Name, To: d.Name})
+		}
+	}
+	return out
+}
+
+// checkMapping verifies that both inputs exist and their schemas fit.
+func checkMapping(e, r *Resource, m Mapping) error {
+	from, ok := e.Base.Input(m.From)
+	if !ok {
+		return fmt.Errorf("%w: mapping %s: %s has no input %q (inputs: %s)", ErrInvalid, m, e.Name, m.From, strings.Join(e.Base.InputNames(), ", "))
+	}
+	to, ok := r.Base.Input(m.To)
+	if !ok {
+		return fmt.Errorf("%w: mapping %s: %s has no input %q (inputs: %s)", ErrInvalid, m, r.Name, m.To, strings.Join(r.Base.InputNames(), ", "))
+	}
+	target := to.Schema
+	switch {
+	case m.Key != "":
+		if target.Kind != schema.Object {
+			return fmt.Errorf("%w: mapping %s: %s.%s is %s, not an object", ErrInvalid, m, r.Name, m.To, target)
+		}
+		target = nil
+		for _, f := range to.Schema.Fields {
+			if f.Name == m.Key {
+				target = f.Schema
+			}
+		}
+		if target == nil {
+			return fmt.Errorf("%w: mapping %s: %s.%s (%s) has no key %q", ErrInvalid, m, r.Name, m.To, to.Schema, m.Key)
+		}
+	case target.Kind == schema.List && from.Schema.Kind != schema.List:
+		target = target.Elem
+	}
+	if !fits(from.Schema, target) {
+		return fmt.Errorf("%w: mapping %s: %s.%s is %s but %s.%s%s wants %s", ErrInvalid, m, e.Name, m.From, from.Schema, r.Name, m.To, keySuffix(m), target)
+	}
+	return nil
+}
+
+func keySuffix(m Mapping) string {
+	if m.Key != "" {
+		return ":" + m.Key
+	}
+	return ""
+}
+
+// fits reports whether values of schema a are acceptable where b is wanted.
+func fits(a, b *schema.Schema) bool {
+	if a.Kind == schema.Int && b.Kind == schema.Float {
+		return true
+	}
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case schema.List:
+		return fits(a.Elem, b.Elem)
+	case schema.Object:
+		for _, bf := range b.Fields {
+			found := false
+			for _, af := range a.Fields {
+				if af.Name == bf.Name {
+					found = fits(af.Schema, bf.Schema)
+				}
+			}
+			if !found && bf.Schema.Required {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkCycle refuses a connection that would let an input's value depend on
+// itself. Data flows between (resource, input) pairs, so two resources may
+// feed each other through different inputs.
+func (c *Catalog) checkCycle(conn Connection) error {
+	for _, m := range conn.Mappings {
+		start := conn.Receiver + "." + m.To
+		goal := conn.Emitter + "." + m.From
+		path, err := c.findFlow(conn.Receiver, m.To, goal, map[string]bool{start: true})
+		if err != nil {
+			return err
+		}
+		if path != nil {
+			cycle := append([]string{goal, start}, path...)
+			return fmt.Errorf("%w: connecting %s to %s would close %s", ErrCycle, conn.Emitter, conn.Receiver, strings.Join(cycle, " -> "))
+		}
+	}
+	return nil
+}
+
+// findFlow searches, depth first, for a data path from res.input to goal
+// and returns the nodes after the start, ending with goal.
+func (c *Catalog) findFlow(res, input, goal string, seen map[string]bool) ([]string, error) {
+	rcvs, err := c.Receivers(res)
+	if err != nil {
+		return nil, err
+	}
+	for _, rcv := range rcvs {
+		conn, ok := c.Connection(res, rcv)
+		if !ok {
+			continue
+		}
+		for _, m := range conn.Mappings {
+			if m.From != input {
+				continue
+			}
+			node := rcv + "." + m.To
+			if node == goal {
+				return []string{node}, nil
+			}
+			if seen[node] {
+				continue
+			}
+			seen[node] = true
+			rest, err := c.findFlow(rcv, m.To, goal, seen)
+			if err != nil {
+				return nil, err
+			}
+			if rest != nil {
+				return append([]string{node}, rest...), nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Disconnect removes the connection from emitter to receiver; the receiver's
+// inputs go back to their own values.
+func (c *Catalog) Disconnect(emitter, receiver string) (*Connection, error) {
+	if _, err := c.Get(emitter); err != nil {
+		return nil, err
+	}
+	if _, err := c.Get(receiver); err != nil {
+		return nil, err
+	}
+	conn, ok := c.Connection(emitter, receiver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not connected to %s (see solar connections show)", ErrInvalid, emitter, receiver)
+	}
+	cp := *conn
+	return &cp, c.deleteConn(emitter, receiver)
+}
+
+func (c *Catalog) deleteConn(emitter, receiver string) error {
+	if err := c.tx.Delete(store.Connections, inKey(receiver, emitter)); err != nil {
+		return err
+	}
+	if err := c.tx.Delete(store.Connections, outKey(emitter, receiver)); err != nil {
+		return err
+	}
+	c.invalidate()
+	return nil
+}
+
+// Effective returns the resource's effective input values: its own values
+// with every connected input replaced by what its emitters give, computed
+// transitively. The map is shared with the catalog's cache; do not modify it.
+func (c *Catalog) Effective(name string) (map[string]any, error) {
+	return c.effective(name, 0)
+}
+
+func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
+	if v, ok := c.eff[name]; ok {
+		return v, nil
+	}
+	if depth > 10000 {
+		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
+	}
+	r, err := c.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := c.Incoming(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(r.Inputs)+1)
+	for k, v := range r.Inputs {
+		out[k] = v
+	}
+	listStarted := map[string]bool{}
+	for _, conn := range conns {
+		src, err := c.effective(conn.Emitter, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		e, err := c.Get(conn.Emitter)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range conn.Mappings {
+			to, ok := r.Base.Input(m.To)
+			if !ok {
+				continue
+			}
+			from, _ := e.Base.Input(m.From)
+			val := src[m.From]
+			switch {
+			case m.Key != "":
+				obj := map[string]any{}
+				if cur, ok := out[m.To].(map[string]any); ok {
+					for k, v := range cur {
+						obj[k] = v
+					}
+				}
+				if val == nil {
+					delete(obj, m.Key)
+				} else {
+					obj[m.Key] = val
+				}
+				out[m.To] = obj
+			case to.Schema.Kind == schema.List && from != nil && from.Schema.Kind != schema.List:
+				var list []any
+				if listStarted[m.To] {
+					list = append(list, out[m.To].([]any)...)
+				}
+				listStarted[m.To] = true
+				if val != nil {
+					list = append(list, val)
+				}
+				if list == nil {
+					list = []any{}
+				}
+				out[m.To] = list
+			default:
+				out[m.To] = val
+			}
+		}
+	}
+	c.eff[name] = out
+	return out, nil
+}

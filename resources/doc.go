@@ -1,0 +1,12 @@
+// Package resources owns bases, resources, connections and compositions.
+//
+// A base is a directory with meta.yaml and action scripts; LoadBase reads it
+// into a Base. A resource is an instance of a base with its own input values
+// and tags; the Resource record keeps a snapshot of its base so that the
+// store alone describes it. Connections make a receiver's input follow an
+// emitter's effective value, transitively; Catalog.Effective computes those
+// values. Compositions create many resources, connections and rules at once.
+//
+// The package works inside a caller's store transaction and never commits or
+// prints: the CLI decides what to show, staging decides what to record.
+package resources

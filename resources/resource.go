@@ -1,0 +1,473 @@
+package resources
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/tags"
+)
+
+// Resource is a stored resource: an instance of a base with its own input
+// values. Inputs that follow a connection keep their own value underneath;
+// disconnecting restores it.
+type Resource struct {
+	Name   string         `json:"name"`
+	Base   Base           `json:"base"`
+	Inputs map[string]any `json:"inputs"`
+	Tags   tags.Set       `json:"tags"`
+	Meta   Meta           `json:"meta"`
+	// Removing is set by "resource remove": the resource stays until its
+	// remove action is committed, or until the removal is discarded.
+	Removing bool `json:"removing,omitempty"`
+}
+
+// EffectiveMeta is the base's metaparameters overridden by the resource's.
+func (r *Resource) EffectiveMeta() Meta { return r.Base.Meta.Over(r.Meta) }
+
+// Sensitive reports whether the named input must be masked in output.
+func (r *Resource) Sensitive(input string) bool {
+	d, ok := r.Base.Input(input)
+	return ok && d.Sensitive
+}
+
+// HasAction reports whether the resource's base defines action.
+func (r *Resource) HasAction(action string) bool {
+	_, ok := r.Base.Actions[action]
+	return ok
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// ValidName checks a resource name against [a-z0-9][a-z0-9_.-]*.
+func ValidName(name string) error {
+	if !nameRe.MatchString(name) || len(name) > 200 {
+		return fmt.Errorf("%w: resource name %q: want lower-case letters, digits, '_', '.', '-', starting with a letter or digit", ErrInvalid, name)
+	}
+	return nil
+}
+
+func decodeResource(raw []byte) (*Resource, error) {
+	var r Resource
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("decode resource: %w", err)
+	}
+	// JSON turns every number into float64; put values back into the
+	// canonical form their schema gives (int64 for int, ...).
+	for name, v := range r.Inputs {
+		if d, ok := r.Base.Input(name); ok && v != nil {
+			if cv, err := d.Schema.Check(v); err == nil {
+				r.Inputs[name] = cv
+			}
+		}
+	}
+	if r.Tags == nil {
+		r.Tags = tags.Set{}
+	}
+	return &r, nil
+}
+
+// Catalog is the resources and connections seen through one transaction.
+// It caches what it reads; all writes go through it so the caches stay true.
+type Catalog struct {
+	tx  *store.Tx
+	res map[string]*Resource
+	eff map[string]map[string]any
+	in  map[string][]Connection
+}
+
+// NewCatalog returns a catalog over tx.
+func NewCatalog(tx *store.Tx) *Catalog {
+	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, in: map[string][]Connection{}}
+}
+
+// Tx returns the transaction the catalog reads and writes.
+func (c *Catalog) Tx() *store.Tx { return c.tx }
+
+// Get returns the named resource or an error wrapping ErrNotFound. The
+// returned value is shared with the catalog: modify it only through Put.
+func (c *Catalog) Get(name string) (*Resource, error) {
+	if r, ok := c.res[name]; ok {
+		if r == nil {
+			return nil, notFound(name)
+		}
+		return r, nil
+	}
+	raw, err := c.tx.Get(store.Resources, name)
+	if err != nil {
+		c.res[name] = nil
+		return nil, notFound(name)
+	}
+	r, err := decodeResource(raw)
+	if err != nil {
+		return nil, fmt.Errorf("resource %s: %w", name, err)
+	}
+	c.res[name] = r
+	return r, nil
+}
+
+func notFound(name string) error {
+	return fmt.Errorf("%w %q (see solar resource list)", ErrNotFound, name)
+}
+
+// Exists reports whether the named resource exists.
+func (c *Catalog) Exists(name string) bool {
+	_, err := c.Get(name)
+	return err == nil
+}
+
+// Actions implements events.Catalog: the actions the resource's base defines.
+func (c *Catalog) Actions(name string) ([]string, bool) {
+	r, err := c.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return r.Base.ActionNames(), true
+}
+
+// Put stores r (new or changed).
+func (c *Catalog) Put(r *Resource) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode resource %s: %w", r.Name, err)
+	}
+	if err := c.tx.Put(store.Resources, r.Name, raw); err != nil {
+		return err
+	}
+	c.res[r.Name] = r
+	c.invalidate()
+	return nil
+}
+
+// Delete removes the resource and every connection into or out of it.
+func (c *Catalog) Delete(name string) error {
+	ins, err := c.Incoming(name)
+	if err != nil {
+		return err
+	}
+	for _, conn := range ins {
+		if err := c.deleteConn(conn.Emitter, conn.Receiver); err != nil {
+			return err
+		}
+	}
+	outs, err := c.Receivers(name)
+	if err != nil {
+		return err
+	}
+	for _, rcv := range outs {
+		if err := c.deleteConn(name, rcv); err != nil {
+			return err
+		}
+	}
+	if err := c.tx.Delete(store.Resources, name); err != nil {
+		return err
+	}
+	c.res[name] = nil
+	c.invalidate()
+	return nil
+}
+
+// invalidate forgets derived values after a write. New maps instead of
+// clear(): clearing keeps a once-large map's buckets and costs their size.
+func (c *Catalog) invalidate() {
+	if len(c.eff) > 0 {
+		c.eff = map[string]map[string]any{}
+	}
+	if len(c.in) > 0 {
+		c.in = map[string][]Connection{}
+	}
+}
+
+// List returns every resource sorted by name, optionally filtered by a tag
+// expression (nil matches all).
+func (c *Catalog) List(filter *tags.Expr) ([]*Resource, error) {
+	var names []string
+	if err := c.tx.ForEach(store.Resources, "", func(k string, _ []byte) error {
+		names = append(names, k)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]*Resource, 0, len(names))
+	for _, n := range names {
+		r, err := c.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		if filter == nil || filter.Match(r.Tags) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Values are input values given by the user, before checking: raw text from
+// "k=v" arguments or decoded JSON/YAML values.
+type Values struct {
+	Text map[string]string
+	Raw  map[string]any
+}
+
+// ParseValues splits command-line arguments into values: each is "k=v"
+// (v read as YAML for non-string schemas) or a JSON object.
+func ParseValues(args []string) (Values, error) {
+	v := Values{Text: map[string]string{}, Raw: map[string]any{}}
+	for _, a := range args {
+		if strings.HasPrefix(strings.TrimSpace(a), "{") {
+			dec := json.NewDecoder(strings.NewReader(a))
+			dec.UseNumber()
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				return v, fmt.Errorf("%w: JSON value %s: %s", ErrInvalid, quoteShort(a), jsonMessage(a, err))
+			}
+			for k, x := range m {
+				v.Raw[k] = x
+				delete(v.Text, k)
+			}
+			continue
+		}
+		k, val, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return v, fmt.Errorf("%w: argument %q: want input=value or a JSON object", ErrInvalid, a)
+		}
+		v.Text[k] = val
+		delete(v.Raw, k)
+	}
+	return v, nil
+}
+
+func quoteShort(s string) string {
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// jsonMessage turns a JSON syntax error offset into line and column.
+func jsonMessage(text string, err error) string {
+	if se, ok := err.(*json.SyntaxError); ok {
+		line, col := 1, 1
+		for i := 0; i < int(se.Offset)-1 && i < len(text); i++ {
+			if text[i] == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return fmt.Sprintf("line %d column %d: %v", line, col, err)
+	}
+	return err.Error()
+}
+
+// Names returns the inputs the values set, sorted.
+func (v Values) Names() []string {
+	out := make([]string, 0, len(v.Text)+len(v.Raw))
+	for k := range v.Text {
+		out = append(out, k)
+	}
+	for k := range v.Raw {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// check converts the values for the resource's schemas. Errors name the
+// resource, the input, the schema and the value.
+func (v Values) check(resource string, b *Base) (map[string]any, error) {
+	out := map[string]any{}
+	for _, name := range v.Names() {
+		d, ok := b.Input(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: unknown input %q (base %s has: %s)", ErrInvalid, resource, name, b.Name, strings.Join(b.InputNames(), ", "))
+		}
+		var (
+			val any
+			err error
+		)
+		if text, isText := v.Text[name]; isText {
+			val, err = d.Schema.FromText(text)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: input %q (%s): %v", ErrInvalid, resource, name, d.Schema, maskErr(d, err))
+			}
+		} else {
+			val, err = d.Schema.Check(v.Raw[name])
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: input %q (%s): %v", ErrInvalid, resource, name, d.Schema, maskErr(d, err))
+			}
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+// maskErr keeps a sensitive value out of an error message.
+func maskErr(d *InputDef, err error) error {
+	if !d.Sensitive {
+		return err
+	}
+	if ce, ok := err.(*schema.CheckError); ok {
+		return fmt.Errorf("%s: want %s (value hidden: sensitive)", ce.Path, ce.Want)
+	}
+	return fmt.Errorf("invalid value (hidden: sensitive)")
+}
+
+// CreateSpec describes a resource to create.
+type CreateSpec struct {
+	Name   string
+	Base   *Base
+	Values Values
+	Tags   tags.Set
+	Meta   Meta
+}
+
+// Create validates spec and stores a new resource. Required inputs must be
+// satisfied unless skipRequired is set (compositions check them after their
+// connections are made).
+func (c *Catalog) Create(spec CreateSpec, skipRequired bool) (*Resource, error) {
+	if err := ValidName(spec.Name); err != nil {
+		return nil, err
+	}
+	if c.Exists(spec.Name) {
+		return nil, fmt.Errorf("%w: %q (choose another name or update it)", ErrExists, spec.Name)
+	}
+	vals, err := spec.Values.check(spec.Name, spec.Base)
+	if err != nil {
+		return nil, err
+	}
+	r := &Resource{Name: spec.Name, Base: *spec.Base, Inputs: map[string]any{}, Tags: tags.Set{}, Meta: spec.Meta}
+	for _, d := range r.Base.Inputs {
+		if d.Default != nil {
+			r.Inputs[d.Name] = d.Default
+		}
+	}
+	if r.Base.Node {
+		r.Inputs[LocationInput] = r.Name
+	}
+	for k, v := range vals {
+		r.Inputs[k] = v
+	}
+	for _, t := range r.Base.Tags {
+		k, v, err := tags.Parse(t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: base %s: %v", ErrBase, r.Base.Name, err)
+		}
+		r.Tags[k] = v
+	}
+	for k, v := range spec.Tags {
+		r.Tags[k] = v
+	}
+	r.Tags["resource"] = r.Name
+	if err := r.Meta.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Name, err)
+	}
+	if !skipRequired {
+		if err := c.checkRequired(r, r.Inputs); err != nil {
+			return nil, err
+		}
+	}
+	return r, c.Put(r)
+}
+
+// CheckRequired verifies that every required input of the resource has an
+// acceptable effective value.
+func (c *Catalog) CheckRequired(name string) error {
+	r, err := c.Get(name)
+	if err != nil {
+		return err
+	}
+	eff, err := c.Effective(name)
+	if err != nil {
+		return err
+	}
+	return c.checkRequired(r, eff)
+}
+
+func (c *Catalog) checkRequired(r *Resource, vals map[string]any) error {
+	for _, d := range r.Base.Inputs {
+		if !d.Schema.Required {
+			continue
+		}
+		if _, err := d.Schema.Check(vals[d.Name]); err != nil {
+			return fmt.Errorf("%w: %s: input %q (%s) is required: %v", ErrInvalid, r.Name, d.Name, d.Schema, maskErr(&d, err))
+		}
+	}
+	return nil
+}
+
+// Update sets inputs and metaparameters of an existing resource. Writing an
+// input that follows a connection fails and names the connection.
+func (c *Catalog) Update(name string, values Values, meta Meta) (*Resource, error) {
+	old, err := c.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := values.check(name, &old.Base)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := c.Incoming(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range values.Names() {
+		for _, conn := range conns {
+			for _, m := range conn.Mappings {
+				if m.To == in {
+					return nil, fmt.Errorf("%w: %s: input %q follows %s.%s; disconnect first (solar disconnect %s %s)", ErrConnected, name, in, conn.Emitter, m.From, conn.Emitter, name)
+				}
+			}
+		}
+	}
+	r := *old
+	r.Inputs = make(map[string]any, len(old.Inputs))
+	for k, v := range old.Inputs {
+		r.Inputs[k] = v
+	}
+	for k, v := range vals {
+		r.Inputs[k] = v
+	}
+	r.Meta = old.Meta.Over(meta)
+	if err := r.Meta.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := c.Put(&r); err != nil {
+		return nil, err
+	}
+	eff, err := c.Effective(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkRequired(&r, eff); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// SetTags adds (or with del, removes) tags. The resource=NAME tag is
+// implicit and cannot be changed.
+func (c *Catalog) SetTags(name string, set tags.Set, del bool) (*Resource, error) {
+	old, err := c.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := set["resource"]; ok {
+		return nil, fmt.Errorf("%w: tag \"resource\" is implicit (resource=%s) and cannot be changed", ErrInvalid, name)
+	}
+	r := *old
+	r.Tags = old.Tags.Clone()
+	for k, v := range set {
+		if del {
+			if cur, ok := r.Tags[k]; ok && (v == "" || v == cur) {
+				delete(r.Tags, k)
+			}
+			continue
+		}
+		r.Tags[k] = v
+	}
+	return &r, c.Put(&r)
+}

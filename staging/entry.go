@@ -1,0 +1,286 @@
+package staging
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/tags"
+)
+
+// Errors for bad requests; each returned error wraps one and names the thing.
+var (
+	// ErrNoEntry means no staged entry has the given key.
+	ErrNoEntry = errors.New("nothing staged under that key")
+	// ErrNoHistory means no history entry has the given uid.
+	ErrNoHistory = errors.New("no history entry with that uid")
+	// ErrNotRevertible means the history entry cannot be reverted.
+	ErrNotRevertible = errors.New("cannot revert")
+	// ErrUnknownAction means the base does not define the action.
+	ErrUnknownAction = errors.New("unknown action")
+)
+
+// Lifecycle actions; every other action is a custom action.
+const (
+	ActionRun    = "run"
+	ActionUpdate = "update"
+	ActionRemove = "remove"
+)
+
+// Change operations in a diff.
+const (
+	OpAdd    = "add"
+	OpChange = "change"
+	OpRemove = "remove"
+)
+
+// Change is one line of a diff: an input value or an incoming connection.
+type Change struct {
+	Op         string `json:"op"`
+	Key        string `json:"key"`
+	Connection bool   `json:"connection,omitempty"`
+	Old        any    `json:"old,omitempty"`
+	New        any    `json:"new,omitempty"`
+	Sensitive  bool   `json:"sensitive,omitempty"`
+}
+
+// Entry is one staged (resource, action).
+type Entry struct {
+	Key      string    `json:"key"`
+	Resource string    `json:"resource"`
+	Action   string    `json:"action"`
+	Seq      uint64    `json:"seq"`
+	Tags     tags.Set  `json:"tags,omitempty"`
+	Diff     []Change  `json:"diff"`
+	Cause    string    `json:"cause"`
+	StagedAt time.Time `json:"staged_at"`
+	// AffectedBy lists the resources whose changes made this entry (for
+	// affected children, which carry no tags of their own).
+	AffectedBy []string `json:"affected_by,omitempty"`
+}
+
+// Custom reports whether the entry is for an action other than run, update
+// and remove.
+func (e *Entry) Custom() bool {
+	switch e.Action {
+	case ActionRun, ActionUpdate, ActionRemove:
+		return false
+	}
+	return true
+}
+
+// Key returns the staged key of a resource's action.
+func Key(resource, action string) string { return resource + "." + action }
+
+func tagKey(k, v, entry string) string { return k + "=" + v + "\x00" + entry }
+
+func getEntry(tx *store.Tx, key string) (*Entry, error) {
+	raw, err := tx.Get(store.Staged, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q (see solar ch stage)", ErrNoEntry, key)
+	}
+	var e Entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, fmt.Errorf("decode staged entry %s: %w", key, err)
+	}
+	return &e, nil
+}
+
+// Get returns the staged entry with key.
+func Get(tx *store.Tx, key string) (*Entry, error) { return getEntry(tx, key) }
+
+func putEntry(tx *store.Tx, e *Entry) error {
+	if old, err := getEntry(tx, e.Key); err == nil {
+		for k, v := range old.Tags {
+			if err := tx.Delete(store.StagedTags, tagKey(k, v, e.Key)); err != nil {
+				return err
+			}
+		}
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(store.Staged, e.Key, raw); err != nil {
+		return err
+	}
+	for k, v := range e.Tags {
+		if err := tx.Put(store.StagedTags, tagKey(k, v, e.Key), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deleteEntry(tx *store.Tx, key string) error {
+	old, err := getEntry(tx, key)
+	if err != nil {
+		return nil
+	}
+	for k, v := range old.Tags {
+		if err := tx.Delete(store.StagedTags, tagKey(k, v, key)); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(store.Staged, key)
+}
+
+// List returns every staged entry in staging order.
+func List(tx *store.Tx) ([]*Entry, error) {
+	var out []*Entry
+	err := tx.ForEach(store.Staged, "", func(k string, v []byte) error {
+		var e Entry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decode staged entry %s: %w", k, err)
+		}
+		out = append(out, &e)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, err
+}
+
+// ForResource returns the staged entries of one resource, in staging order.
+func ForResource(tx *store.Tx, resource string) ([]*Entry, error) {
+	var out []*Entry
+	err := tx.ForEach(store.Staged, resource+".", func(k string, v []byte) error {
+		var e Entry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decode staged entry %s: %w", k, err)
+		}
+		// "rmq.1." also prefixes "rmq.1.x.run"; keep only this resource's.
+		if e.Resource == resource {
+			out = append(out, &e)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, err
+}
+
+// Select returns, in staging order, the entries whose copied tags match expr
+// (all entries when expr is nil), plus the affected children of a selected
+// resource: they carry no tags but belong to the change that caused them.
+func Select(tx *store.Tx, expr *tags.Expr) ([]*Entry, error) {
+	if expr == nil {
+		return List(tx)
+	}
+	var candidates []*Entry
+	if req := expr.Required(); req != nil && req[0][1] != "*" {
+		prefix := req[0][0] + "=" + req[0][1] + "\x00"
+		var keys []string
+		if err := tx.ForEach(store.StagedTags, prefix, func(k string, _ []byte) error {
+			keys = append(keys, strings.TrimPrefix(k, prefix))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			e, err := getEntry(tx, k)
+			if err != nil {
+				return nil, err
+			}
+			candidates = append(candidates, e)
+		}
+		// Affected children are untagged, so the index cannot find them.
+		all, err := List(tx)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range all {
+			if len(e.AffectedBy) > 0 && len(e.Tags) == 0 {
+				candidates = append(candidates, e)
+			}
+		}
+	} else {
+		all, err := List(tx)
+		if err != nil {
+			return nil, err
+		}
+		candidates = all
+	}
+	causes := map[string]bool{} // resources whose changes are selected
+	taken := map[string]bool{}  // entry keys already in out
+	var out []*Entry
+	for _, e := range candidates {
+		if len(e.Tags) > 0 && expr.Match(e.Tags) {
+			causes[e.Resource] = true
+			taken[e.Key] = true
+			out = append(out, e)
+		}
+	}
+	// Children follow their causes, transitively (a chain of children).
+	for grew := true; grew; {
+		grew = false
+		for _, e := range candidates {
+			if len(e.Tags) > 0 || taken[e.Key] {
+				continue
+			}
+			for _, by := range e.AffectedBy {
+				if causes[by] {
+					taken[e.Key] = true
+					causes[e.Resource] = true
+					out = append(out, e)
+					grew = true
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+// FormatChange renders a diff line: "+ k: v", "~ k: old >> new", "- k: v",
+// masking sensitive values.
+func FormatChange(c Change) string {
+	show := func(v any) string {
+		if c.Sensitive && v != nil {
+			return "********"
+		}
+		if v == nil {
+			return "null"
+		}
+		return schema.Format(v)
+	}
+	key := c.Key
+	if c.Connection {
+		key = "connection " + c.Key
+		switch c.Op {
+		case OpAdd:
+			return "+ " + key
+		case OpRemove:
+			return "- " + key
+		}
+	}
+	switch c.Op {
+	case OpAdd:
+		return "+ " + key + ": " + show(c.New)
+	case OpRemove:
+		return "- " + key + ": " + show(c.Old)
+	default:
+		return "~ " + key + ": " + show(c.Old) + " >> " + show(c.New)
+	}
+}
+
+// connKeys renders a resource's incoming connections as diff keys.
+func connKeys(conns []resources.Connection) []string {
+	var out []string
+	for _, c := range conns {
+		for _, m := range c.Mappings {
+			to := m.To
+			if m.Key != "" {
+				to += ":" + m.Key
+			}
+			out = append(out, c.Emitter+"."+m.From+" -> "+to)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

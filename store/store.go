@@ -1,0 +1,278 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version written into every store. Bump it when
+// a bucket's encoding changes incompatibly.
+const SchemaVersion = 1
+
+// Bucket names. Each domain package owns the encoding of its own bucket.
+const (
+	Resources   = "resources"   // resource name -> resources.Record
+	Connections = "connections" // receiver\x00emitter -> resources.Connection
+	Events      = "events"      // seq -> events rule text
+	Staged      = "staged"      // resource.action -> staging.Entry
+	StagedTags  = "staged_tags" // tag\x00key -> "" (index for --tag selections)
+	History     = "history"     // uid -> staging.HistoryEntry
+	Committed   = "committed"   // resource name -> staging.Snapshot
+	Plans       = "plans"       // uid/... -> plan graph and task records
+	Refreshes   = "refreshes"   // resource.action -> pending refresh
+	meta        = "meta"
+)
+
+var allBuckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, meta}
+
+// Errors returned by Open and by transactions.
+var (
+	// ErrLocked means another solar process holds the store and did not
+	// release it within the wait time.
+	ErrLocked = errors.New("store is in use by another solar process")
+	// ErrSchema means the file was written by an incompatible solar.
+	ErrSchema = errors.New("store schema version is not supported")
+	// ErrNotFound is returned by Tx.Get for a missing key.
+	ErrNotFound = errors.New("not found")
+	// ErrReadOnly is returned by writes inside a View transaction.
+	ErrReadOnly = errors.New("write in a read-only transaction")
+)
+
+// DefaultLockWait is how long Open waits for another process to release the
+// file before failing with ErrLocked.
+const DefaultLockWait = 5 * time.Second
+
+// DB is an open store.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Options tune Open.
+type Options struct {
+	// LockWait bounds the wait for another process's lock; zero means
+	// DefaultLockWait.
+	LockWait time.Duration
+	// NoSync skips fsync on commit. Only benchmarks and throwaway stores use
+	// it: a crash may then lose the last transactions.
+	NoSync bool
+}
+
+// Path resolves the store location: the explicit flag value, else $SOLAR_DB,
+// else $XDG_STATE_HOME/solar/solar.db, else ~/.local/state/solar/solar.db.
+func Path(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := getenv("SOLAR_DB"); p != "" {
+		return p, nil
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "solar", "solar.db"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot locate the store: set --db or SOLAR_DB: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "solar", "solar.db"), nil
+}
+
+// Open opens (creating if needed, mode 0600) the store at path.
+func Open(path string, opts Options) (*DB, error) {
+	wait := opts.LockWait
+	if wait == 0 {
+		wait = DefaultLockWait
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w (%s); wait for it to finish and try again", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db := &DB{bolt: b, path: path}
+	if err := db.init(); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) init() error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket([]byte(meta))
+		v := m.Get([]byte("schema_version"))
+		if v == nil {
+			return m.Put([]byte("schema_version"), []byte(fmt.Sprint(SchemaVersion)))
+		}
+		if string(v) != fmt.Sprint(SchemaVersion) {
+			return fmt.Errorf("%w: file has version %s, this solar reads version %d", ErrSchema, v, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Path returns the file the store lives in.
+func (db *DB) Path() string { return db.path }
+
+// Close releases the file lock.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Update runs fn in a read-write transaction, committed if fn returns nil and
+// rolled back otherwise.
+func (db *DB) Update(fn func(*Tx) error) error {
+	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Check verifies the file's internal consistency (used by tests).
+func (db *DB) Check() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+}
+
+// Tx is one transaction. Its methods address a top-level bucket by name.
+// Values returned by Get are copies and stay valid after the transaction.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+func (t *Tx) bucket(name string) *bolt.Bucket {
+	b := t.tx.Bucket([]byte(name))
+	if b == nil {
+		panic("store: unknown bucket " + name)
+	}
+	return b
+}
+
+// Writable reports whether the transaction may write.
+func (t *Tx) Writable() bool { return t.tx.Writable() }
+
+// Get returns a copy of the value at key, or ErrNotFound.
+func (t *Tx) Get(bucket, key string) ([]byte, error) {
+	v := t.bucket(bucket).Get([]byte(key))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return bytes.Clone(v), nil
+}
+
+// Has reports whether key exists in bucket.
+func (t *Tx) Has(bucket, key string) bool {
+	return t.bucket(bucket).Get([]byte(key)) != nil
+}
+
+// Put stores value at key.
+func (t *Tx) Put(bucket, key string, value []byte) error {
+	if !t.tx.Writable() {
+		return ErrReadOnly
+	}
+	return t.bucket(bucket).Put([]byte(key), value)
+}
+
+// Delete removes key; a missing key is not an error.
+func (t *Tx) Delete(bucket, key string) error {
+	if !t.tx.Writable() {
+		return ErrReadOnly
+	}
+	return t.bucket(bucket).Delete([]byte(key))
+}
+
+// ErrStop may be returned by a ForEach callback to end the iteration early
+// without error.
+var ErrStop = errors.New("stop iteration")
+
+// ForEach calls fn for every key with the given prefix, in byte order. The
+// value slice is only valid during the call. Deleting keys from the bucket
+// inside fn is not allowed; collect them and delete afterwards.
+func (t *Tx) ForEach(bucket, prefix string, fn func(key string, value []byte) error) error {
+	c := t.bucket(bucket).Cursor()
+	p := []byte(prefix)
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := fn(string(k), v); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// DeletePrefix removes every key with the given prefix.
+func (t *Tx) DeletePrefix(bucket, prefix string) error {
+	var keys []string
+	if err := t.ForEach(bucket, prefix, func(k string, _ []byte) error {
+		keys = append(keys, k)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.Delete(bucket, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Last returns the greatest key with the given prefix and its value, or
+// ErrNotFound.
+func (t *Tx) Last(bucket, prefix string) (string, []byte, error) {
+	c := t.bucket(bucket).Cursor()
+	p := []byte(prefix)
+	// Seek just past the prefix range, then step back.
+	end := append(bytes.Clone(p), 0xff)
+	k, v := c.Seek(end)
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k != nil && bytes.HasPrefix(k, p) {
+		return string(k), bytes.Clone(v), nil
+	}
+	return "", nil, ErrNotFound
+}
+
+// NextSequence returns a new, strictly increasing number for bucket. It is
+// used for ordering (staging order, rule order) and survives restarts.
+func (t *Tx) NextSequence(bucket string) (uint64, error) {
+	if !t.tx.Writable() {
+		return 0, ErrReadOnly
+	}
+	return t.bucket(bucket).NextSequence()
+}
+
+// SeqKey renders a sequence number as a fixed-width key that sorts in
+// numeric order.
+func SeqKey(n uint64) string {
+	return fmt.Sprintf("%016x", n)
+}

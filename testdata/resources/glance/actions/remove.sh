@@ -1,0 +1,6 @@
+#!/bin/sh
+# glance remove: delete the configuration, keeping actions.log.
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac
+solar_init
+solar_wipe
+solar_done

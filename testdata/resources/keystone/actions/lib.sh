@@ -1,0 +1,185 @@
+# lib.sh: helpers for this base's action scripts (sourced, never run).
+#
+# Every shell base carries its own identical copy, so that a base directory is
+# self-contained: a handler may one day ship it to a remote node as it is.
+# POSIX sh only (dash), no tools beyond coreutils, sed, grep and awk.
+#
+# Secrets travel only through variables and shell builtins (printf, test),
+# never through a command line, so they cannot show up in another process's
+# argv, and nothing here echoes an input value except in error messages about
+# non-sensitive inputs.
+
+set -eu
+umask 077
+
+nl='
+'
+
+# solar_init checks the protocol environment and makes the resource's own
+# directory, $work = $SOLAR_INPUT_DIR/$SOLAR_RESOURCE. A relative dir is refused:
+# the working directory is the base itself, which must never be written to.
+solar_init() {
+	work=
+	changed=0
+	SOLAR_RESOURCE=${SOLAR_RESOURCE:-}
+	SOLAR_ACTION=${SOLAR_ACTION:-$(basename "$0" .sh)}
+	[ -n "$SOLAR_RESOURCE" ] || solar_die "SOLAR_RESOURCE is not set; run this script through solar"
+	SOLAR_TASK=${SOLAR_TASK:-$SOLAR_RESOURCE.$SOLAR_ACTION}
+	case $SOLAR_RESOURCE in
+	*/* | . | ..) solar_die "resource name '$SOLAR_RESOURCE' cannot name a directory" ;;
+	esac
+	dir=${SOLAR_INPUT_DIR:-}
+	case $dir in
+	/*) ;;
+	'') solar_die "input dir is empty: set it to an absolute directory" ;;
+	*) solar_die "input dir must be an absolute path, got '$dir'" ;;
+	esac
+	work=$dir/$SOLAR_RESOURCE
+	[ -d "$work" ] || mkdir -p "$work"
+}
+
+# solar_die MESSAGE logs the failure for the tests that count attempts and
+# exits non-zero; the executor shows the tail of stderr as the task's error.
+solar_die() {
+	printf '%s %s: %s\n' "${SOLAR_RESOURCE:-?}" "${SOLAR_ACTION:-?}" "$1" >&2
+	if [ -n "${work:-}" ] && [ -d "$work" ]; then
+		printf '%s %s failed\n' "$SOLAR_TASK" "$SOLAR_ACTION" >>"$work/actions.log"
+	fi
+	exit 1
+}
+
+# solar_int NAME VALUE DEFAULT sets $int to VALUE, or DEFAULT when VALUE is
+# empty or null, after checking it is a whole number.
+solar_int() {
+	int=$2
+	case $int in '' | null) int=$3 ;; esac
+	case $int in
+	'' | *[!0-9]*) solar_die "input $1 must be a whole number, got '$2'" ;;
+	esac
+}
+
+# solar_port NAME VALUE DEFAULT is solar_int limited to 1..65535.
+solar_port() {
+	solar_int "$@"
+	if [ "${#int}" -gt 5 ] || [ "$int" -lt 1 ] || [ "$int" -gt 65535 ]; then
+		solar_die "input $1 must be a port number (1-65535), got '$2'"
+	fi
+}
+
+# solar_put PATH MODE CONTENT installs CONTENT byte for byte as PATH with MODE.
+# A file that already has that content is left untouched (only its mode is
+# fixed if it drifted), so an unchanged run changes nothing on disk. Sets
+# changed=1 when it wrote. The temp file in the same directory makes the
+# replacement atomic.
+solar_put() {
+	_parent=${1%/*}
+	[ -d "$_parent" ] || mkdir -p "$_parent"
+	_tmp=$1.solar-tmp.$$
+	printf '%s' "$3" >"$_tmp"
+	if [ -f "$1" ] && cmp -s "$_tmp" "$1"; then
+		rm -f "$_tmp"
+		# stat prints 640 for 0640: compare without the leading zeros.
+		_want=$2
+		while [ "${_want#0}" != "$_want" ] && [ -n "${_want#0}" ]; do _want=${_want#0}; done
+		if [ "$(stat -c %a "$1")" != "$_want" ]; then
+			chmod "$2" "$1"
+			changed=1
+		fi
+		return 0
+	fi
+	chmod "$2" "$_tmp"
+	mv -f "$_tmp" "$1"
+	changed=1
+}
+
+# solar_mkdir PATH makes a directory, setting changed=1 if it was missing.
+solar_mkdir() {
+	if [ ! -d "$1" ]; then
+		mkdir -p "$1"
+		changed=1
+	fi
+}
+
+# solar_wipe empties the resource's directory but keeps actions.log: the
+# tests count every action, removes included, across the resource's life.
+solar_wipe() {
+	for _e in "$work"/* "$work"/.[!.]* "$work"/..?*; do
+		[ -e "$_e" ] || [ -L "$_e" ] || continue
+		[ "$_e" != "$work/actions.log" ] || continue
+		rm -rf "$_e"
+		changed=1
+	done
+}
+
+# solar_strings reads a JSON array of strings on stdin and prints one element
+# a line. null or nothing is the empty list. Escapes \" \\ \/ \t are decoded;
+# \uXXXX is kept as written. An element holding a line break, or anything that
+# is not an array of strings, is an error (exit 2, reason on stderr).
+solar_strings() {
+	awk '
+	function bad(why) { printf "%s at character %d\n", why, i > "/dev/stderr"; failed = 1; exit 2 }
+	function skip() { while (i <= n && index(" \t\r\n", substr(s, i, 1)) > 0) i++ }
+	function str(   out, c, e) {
+		out = ""
+		i++
+		while (i <= n) {
+			c = substr(s, i, 1)
+			if (c == "\"") { i++; return out }
+			if (c == "\\") {
+				e = substr(s, i + 1, 1)
+				i += 2
+				if (e == "t") out = out "\t"
+				else if (e == "u") out = out "\\u"
+				else if (e == "\"" || e == "\\" || e == "/") out = out e
+				else if (e == "n" || e == "r") bad("line break in element")
+				else bad("unknown escape \\" e)
+				continue
+			}
+			out = out c
+			i++
+		}
+		bad("unterminated string")
+	}
+	{ s = s $0 "\n" }
+	END {
+		if (failed) exit 2
+		n = length(s)
+		i = 1
+		skip()
+		if (i > n || substr(s, i, 4) == "null") exit 0
+		if (substr(s, i, 1) != "[") bad("want a JSON list")
+		i++
+		skip()
+		if (substr(s, i, 1) == "]") { i++; skip(); if (i <= n) bad("trailing text"); exit 0 }
+		for (;;) {
+			if (substr(s, i, 1) != "\"") bad("want a string")
+			print str()
+			skip()
+			c = substr(s, i, 1)
+			i++
+			if (c == "]") break
+			if (c != ",") bad("want , or ]")
+			skip()
+		}
+		skip()
+		if (i <= n) bad("trailing text")
+	}'
+}
+
+# solar_done [OUTPUTS_JSON] reports the outcome: one line in actions.log
+# ("<task> <action> changed|ok", which the tests count) and the result file
+# the executor reads. OUTPUTS_JSON, when given, is a JSON object.
+solar_done() {
+	if [ "$changed" = 1 ]; then
+		_state=changed _bool=true
+	else
+		_state=ok _bool=false
+	fi
+	printf '%s %s %s\n' "$SOLAR_TASK" "$SOLAR_ACTION" "$_state" >>"$work/actions.log"
+	[ -n "${SOLAR_RESULT:-}" ] || return 0
+	if [ $# -gt 0 ]; then
+		printf '{"changed": %s, "outputs": %s}\n' "$_bool" "$1" >"$SOLAR_RESULT"
+	else
+		printf '{"changed": %s}\n' "$_bool" >"$SOLAR_RESULT"
+	fi
+}
