@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/cmd/ch"
+	"github.com/solarops/solar/cmd/events"
 	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/resource"
 )
@@ -66,6 +68,8 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 	})
 	root.AddCommand(
 		resource.NewCmd(a),
+		events.NewCmd(a),
+		ch.NewCmd(a),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

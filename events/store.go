@@ -14,14 +14,14 @@ import (
 const (
 	// r/<seq> -> canonical rule text. Sequence keys sort numerically, so a
 	// prefix scan yields rules in the order they were added.
-	rulePrefix = "s/"
+	rulePrefix = "r/"
 	// t/<canonical text> -> seq. Finds duplicates and the rule to remove
 	// without scanning every rule.
-	textPrefix = "e/"
+	textPrefix = "t/"
 	// u/<resource>\x00<seq> -> "". One key per resource a rule names, so
 	// ListFor and RemoveFor read only that resource's rules. The NUL ends
 	// the name (names never contain it), so "rmq.1" does not match rmq.10.
-	usePrefix = "f/"
+	usePrefix = "u/"
 )
 
 // Catalog answers what exists: whether a resource exists and which actions
@@ -38,6 +38,11 @@ type Catalog interface {
 // On a validation error nothing is written. A write error may leave part of
 // the batch in tx; the caller rolls back by returning the error from
 // store.DB.Update, as every command does.
+//
+// Pass all the rules of one command in one call: Add writes its batch in
+// key order, which bbolt handles in linear time, whereas many small calls
+// in one transaction insert index keys out of order and cost quadratic time
+// (30,000 rules: about 0.3 s in one call, several seconds in 10,000 calls).
 func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 	for _, r := range rules {
 		if err := check(cat, r); err != nil {

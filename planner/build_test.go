@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -323,6 +325,24 @@ func TestBuild(t *testing.T) {
 			edges:   []string{"a.run#0 -> b.run#0 (changed)", "b.run#0 -> a.run#1 (changed)"},
 		},
 		{
+			name:    "subscribers of an older instance run after the last one only",
+			entries: staged("a.run"),
+			rules:   []string{"on a.run changed b.run", "on b.run changed a.run", "on a.run changed c.run"},
+			nodes:   []string{"a.run#0", "b.run#0", "a.run#1", "c.run#0"},
+			edges:   []string{"a.run#0 -> b.run#0 (changed)", "b.run#0 -> a.run#1 (changed)", "a.run#1 -> c.run#0 (changed)"},
+		},
+		{
+			name:    "a subscriber leading back into the cycle stays on the older instance",
+			entries: staged("a.run"),
+			rules:   []string{"on a.run changed b.run", "on b.run changed a.run", "on a.run failed b.run"},
+			nodes:   []string{"a.run#0", "b.run#0", "a.run#1"},
+			edges: []string{
+				"a.run#0 -> b.run#0 (changed)",
+				"b.run#0 -> a.run#1 (changed)",
+				"a.run#0 -> b.run#0 (failed)",
+			},
+		},
+		{
 			name:    "an entry reached by expansion is marked, not added again",
 			entries: staged("a.run", "b.run"),
 			rules:   []string{"on a.run changed b.run"},
@@ -487,5 +507,65 @@ func TestBuildNodeFields(t *testing.T) {
 	}
 	if bytes.Contains(js, []byte("null")) {
 		t.Errorf("plan JSON holds a null: %s", js)
+	}
+}
+
+// cloneThroughMaps rebuilds in as a generator keeping rules and entries in
+// maps would: by iterating those maps (in Go's random order) and copying
+// every string, yet yielding slices equal to the originals.
+func cloneThroughMaps(in Input) Input {
+	rs := make(map[int]events.Rule, len(in.Rules))
+	for i, r := range in.Rules {
+		rs[i] = r
+	}
+	es := make(map[int]Entry, len(in.Entries))
+	for i, e := range in.Entries {
+		es[i] = e
+	}
+	ref := func(r events.Ref) events.Ref {
+		return events.Ref{Resource: strings.Clone(r.Resource), Action: strings.Clone(r.Action)}
+	}
+	out := Input{Rules: make([]events.Rule, len(rs)), Entries: make([]Entry, len(es))}
+	for i, r := range rs {
+		out.Rules[i] = events.Rule{Kind: r.Kind, Emitter: ref(r.Emitter), Event: r.Event, Subscriber: ref(r.Subscriber)}
+	}
+	for i, e := range es {
+		out.Entries[i] = Entry{Key: strings.Clone(e.Key), Resource: strings.Clone(e.Resource), Action: strings.Clone(e.Action)}
+	}
+	return out
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	type named struct {
+		name string
+		in   Input
+	}
+	inputs := []named{
+		{"keystone", Input{Entries: staged("k.run", "g.run"), Rules: rules(t, keystoneRules...)}},
+	}
+	for _, shape := range GenShapes {
+		inputs = append(inputs, named{shape, GenInput(shape, 3000)})
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 20 {
+		inputs = append(inputs, named{fmt.Sprintf("random%d", i), randomInput(rng)})
+	}
+	encode := func(t *testing.T, in Input) []byte {
+		t.Helper()
+		p, err := Build(in)
+		if err != nil {
+			return []byte(err.Error())
+		}
+		return append(mustJSON(p), DOT(p, nil)+Mermaid(p, nil)...)
+	}
+	for _, tt := range inputs {
+		t.Run(tt.name, func(t *testing.T) {
+			want := encode(t, tt.in)
+			for range 3 {
+				if got := encode(t, cloneThroughMaps(tt.in)); !bytes.Equal(want, got) {
+					t.Fatalf("builds of identical input differ:\n%s\n%s", want, got)
+				}
+			}
+		})
 	}
 }

@@ -36,6 +36,24 @@ var (
 	ErrCycle = errors.New("data cycle")
 )
 
+// userError is a message for the user whose category is a sentinel; the
+// sentinel's own text is not repeated in the message.
+type userError struct {
+	msg  string
+	kind error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.kind }
+
+func invalidf(format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...), kind: ErrInvalid}
+}
+
+func connectedf(format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...), kind: ErrConnected}
+}
+
 // LocationInput is the implicit input every resource has: the node it runs
 // on ("" for the local machine).
 const LocationInput = "location"
@@ -153,13 +171,13 @@ func (m *Meta) SetMeta(key, value string) error {
 	case "retry":
 		var n int
 		if _, err := fmt.Sscanf(value, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != value {
-			return fmt.Errorf("%w: meta retry=%q: want a whole number ≥ 0", ErrInvalid, value)
+			return invalidf("meta retry=%q: want a whole number ≥ 0", value)
 		}
 		m.Retry = &n
 	case "delay", "timeout":
 		d, err := time.ParseDuration(value)
 		if err != nil || d < 0 {
-			return fmt.Errorf("%w: meta %s=%q: want a duration such as 1s or 2m", ErrInvalid, key, value)
+			return invalidf("meta %s=%q: want a duration such as 1s or 2m", key, value)
 		}
 		dd := Duration(d)
 		if key == "delay" {
@@ -175,18 +193,18 @@ func (m *Meta) SetMeta(key, value string) error {
 			}
 		}
 	default:
-		return fmt.Errorf("%w: unknown metaparameter %q (want retry, delay, timeout or sema)", ErrInvalid, key)
+		return invalidf("unknown metaparameter %q (want retry, delay, timeout or sema)", key)
 	}
 	return m.validate()
 }
 
 func (m Meta) validate() error {
 	if m.Retry != nil && *m.Retry < 0 {
-		return fmt.Errorf("%w: meta retry=%d: want ≥ 0", ErrInvalid, *m.Retry)
+		return invalidf("meta retry=%d: want ≥ 0", *m.Retry)
 	}
 	for _, s := range m.Sema {
 		if !semaRe.MatchString(s) {
-			return fmt.Errorf("%w: meta sema %q: want NAME:COUNT with COUNT ≥ 1, e.g. db:1", ErrInvalid, s)
+			return invalidf("meta sema %q: want NAME:COUNT with COUNT ≥ 1, e.g. db:1", s)
 		}
 	}
 	return nil

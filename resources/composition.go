@@ -75,7 +75,7 @@ func LoadComposition(path string) (*Composition, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, path, yamlMessage(err))
+		return nil, invalidf("%s: %s", path, yamlMessage(err))
 	}
 	c := &Composition{Path: path}
 	dir := filepath.Dir(path)
@@ -83,10 +83,10 @@ func LoadComposition(path string) (*Composition, error) {
 		n := &f.Resources[i]
 		var e compEntry
 		if err := n.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, n.Line, yamlMessage(err))
+			return nil, invalidf("%s:%d: %s", path, n.Line, yamlMessage(err))
 		}
 		if e.ID == "" || e.From == "" {
-			return nil, fmt.Errorf("%w: %s:%d: each resource needs id and from", ErrInvalid, path, n.Line)
+			return nil, invalidf("%s:%d: each resource needs id and from", path, n.Line)
 		}
 		from := e.From
 		if !filepath.IsAbs(from) {
@@ -97,7 +97,7 @@ func LoadComposition(path string) (*Composition, error) {
 	for i := range f.Events {
 		n := &f.Events[i]
 		if n.Kind != yaml.ScalarNode {
-			return nil, fmt.Errorf("%w: %s:%d: each event is one rule as text", ErrInvalid, path, n.Line)
+			return nil, invalidf("%s:%d: each event is one rule as text", path, n.Line)
 		}
 		c.Events = append(c.Events, CompEvent{Text: n.Value, Line: n.Line})
 	}
@@ -200,7 +200,7 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 		}
 		ts, err := tags.ParseList(e.Tags)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
+			return nil, invalidf("%s: %v", where, err)
 		}
 		ts["composition"] = name
 		var meta Meta

@@ -52,7 +52,7 @@ func ParseMappings(args []string) ([]Mapping, error) {
 		if strings.HasPrefix(a, "{") {
 			var m map[string]string
 			if err := json.Unmarshal([]byte(a), &m); err != nil {
-				return nil, fmt.Errorf("%w: mapping %s: %s (want {\"emitter_input\": \"receiver_input\"})", ErrInvalid, quoteShort(a), jsonMessage(a, err))
+				return nil, invalidf("mapping %s: %s (want {\"emitter_input\": \"receiver_input\"})", quoteShort(a), jsonMessage(a, err))
 			}
 			keys := make([]string, 0, len(m))
 			for k := range m {
@@ -86,12 +86,12 @@ func parseMapping(s string) (Mapping, error) {
 	from, to, ok := strings.Cut(s, "->")
 	from, to = strings.TrimSpace(from), strings.TrimSpace(to)
 	if !ok || from == "" || to == "" {
-		return Mapping{}, fmt.Errorf("%w: mapping %q: want emitter_input->receiver_input", ErrInvalid, s)
+		return Mapping{}, invalidf("mapping %q: want emitter_input->receiver_input", s)
 	}
 	m := Mapping{From: from, To: to}
 	if t, key, ok := strings.Cut(to, ":"); ok {
 		if t == "" || key == "" {
-			return Mapping{}, fmt.Errorf("%w: mapping %q: want emitter_input->receiver_input:key", ErrInvalid, s)
+			return Mapping{}, invalidf("mapping %q: want emitter_input->receiver_input:key", s)
 		}
 		m.To, m.Key = t, key
 	}
@@ -198,7 +198,7 @@ func (c *Catalog) Downstream(names ...string) ([]string, error) {
 // original order.
 func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connection, error) {
 	if emitter == receiver {
-		return nil, fmt.Errorf("%w: cannot connect %s to itself", ErrInvalid, emitter)
+		return nil, invalidf("cannot connect %s to itself", emitter)
 	}
 	e, err := c.Get(emitter)
 	if err != nil {
@@ -211,7 +211,7 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if len(mappings) == 0 {
 		mappings = defaultMappings(e, r)
 		if len(mappings) == 0 {
-			return nil, fmt.Errorf("%w: %s and %s share no input names; give a mapping such as ip->host", ErrInvalid, emitter, receiver)
+			return nil, invalidf("%s and %s share no input names; give a mapping such as ip->host", emitter, receiver)
 		}
 	}
 	for _, m := range mappings {
@@ -267,17 +267,17 @@ func defaultMappings(e, r *Resource) []Mapping {
 func checkMapping(e, r *Resource, m Mapping) error {
 	from, ok := e.Base.Input(m.From)
 	if !ok {
-		return fmt.Errorf("%w: mapping %s: %s has no input %q (inputs: %s)", ErrInvalid, m, e.Name, m.From, strings.Join(e.Base.InputNames(), ", "))
+		return invalidf("mapping %s: %s has no input %q (inputs: %s)", m, e.Name, m.From, strings.Join(e.Base.InputNames(), ", "))
 	}
 	to, ok := r.Base.Input(m.To)
 	if !ok {
-		return fmt.Errorf("%w: mapping %s: %s has no input %q (inputs: %s)", ErrInvalid, m, r.Name, m.To, strings.Join(r.Base.InputNames(), ", "))
+		return invalidf("mapping %s: %s has no input %q (inputs: %s)", m, r.Name, m.To, strings.Join(r.Base.InputNames(), ", "))
 	}
 	target := to.Schema
 	switch {
 	case m.Key != "":
 		if target.Kind != schema.Object {
-			return fmt.Errorf("%w: mapping %s: %s.%s is %s, not an object", ErrInvalid, m, r.Name, m.To, target)
+			return invalidf("mapping %s: %s.%s is %s, not an object", m, r.Name, m.To, target)
 		}
 		target = nil
 		for _, f := range to.Schema.Fields {
@@ -286,13 +286,13 @@ func checkMapping(e, r *Resource, m Mapping) error {
 			}
 		}
 		if target == nil {
-			return fmt.Errorf("%w: mapping %s: %s.%s (%s) has no key %q", ErrInvalid, m, r.Name, m.To, to.Schema, m.Key)
+			return invalidf("mapping %s: %s.%s (%s) has no key %q", m, r.Name, m.To, to.Schema, m.Key)
 		}
 	case target.Kind == schema.List && from.Schema.Kind != schema.List:
 		target = target.Elem
 	}
 	if !fits(from.Schema, target) {
-		return fmt.Errorf("%w: mapping %s: %s.%s is %s but %s.%s%s wants %s", ErrInvalid, m, e.Name, m.From, from.Schema, r.Name, m.To, keySuffix(m), target)
+		return invalidf("mapping %s: %s.%s is %s but %s.%s%s wants %s", m, e.Name, m.From, from.Schema, r.Name, m.To, keySuffix(m), target)
 	}
 	return nil
 }
@@ -397,7 +397,7 @@ func (c *Catalog) Disconnect(emitter, receiver string) (*Connection, error) {
 	}
 	conn, ok := c.Connection(emitter, receiver)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not connected to %s (see solar connections show)", ErrInvalid, emitter, receiver)
+		return nil, invalidf("%s is not connected to %s (see solar connections show)", emitter, receiver)
 	}
 	cp := *conn
 	return &cp, c.deleteConn(emitter, receiver)

@@ -46,7 +46,7 @@ var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 // ValidName checks a resource name against [a-z0-9][a-z0-9_.-]*.
 func ValidName(name string) error {
 	if !nameRe.MatchString(name) || len(name) > 200 {
-		return fmt.Errorf("%w: resource name %q: want lower-case letters, digits, '_', '.', '-', starting with a letter or digit", ErrInvalid, name)
+		return invalidf("resource name %q: want lower-case letters, digits, '_', '.', '-', starting with a letter or digit", name)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func ParseValues(args []string) (Values, error) {
 			dec.UseNumber()
 			var m map[string]any
 			if err := dec.Decode(&m); err != nil {
-				return v, fmt.Errorf("%w: JSON value %s: %s", ErrInvalid, quoteShort(a), jsonMessage(a, err))
+				return v, invalidf("JSON value %s: %s", quoteShort(a), jsonMessage(a, err))
 			}
 			for k, x := range m {
 				v.Raw[k] = x
@@ -232,7 +232,7 @@ func ParseValues(args []string) (Values, error) {
 		}
 		k, val, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
-			return v, fmt.Errorf("%w: argument %q: want input=value or a JSON object", ErrInvalid, a)
+			return v, invalidf("argument %q: want input=value or a JSON object", a)
 		}
 		v.Text[k] = val
 		delete(v.Raw, k)
@@ -283,7 +283,7 @@ func (v Values) check(resource string, b *Base) (map[string]any, error) {
 	for _, name := range v.Names() {
 		d, ok := b.Input(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: unknown input %q (base %s has: %s)", ErrInvalid, resource, name, b.Name, strings.Join(b.InputNames(), ", "))
+			return nil, invalidf("%s: unknown input %q (base %s has: %s)", resource, name, b.Name, strings.Join(b.InputNames(), ", "))
 		}
 		var (
 			val any
@@ -292,12 +292,12 @@ func (v Values) check(resource string, b *Base) (map[string]any, error) {
 		if text, isText := v.Text[name]; isText {
 			val, err = d.Schema.FromText(text)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: input %q (%s): %v", ErrInvalid, resource, name, d.Schema, maskErr(d, err))
+				return nil, invalidf("%s: input %q (%s): %v", resource, name, d.Schema, maskErr(d, err))
 			}
 		} else {
 			val, err = d.Schema.Check(v.Raw[name])
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: input %q (%s): %v", ErrInvalid, resource, name, d.Schema, maskErr(d, err))
+				return nil, invalidf("%s: input %q (%s): %v", resource, name, d.Schema, maskErr(d, err))
 			}
 		}
 		out[name] = val
@@ -393,7 +393,7 @@ func (c *Catalog) checkRequired(r *Resource, vals map[string]any) error {
 			continue
 		}
 		if _, err := d.Schema.Check(vals[d.Name]); err != nil {
-			return fmt.Errorf("%w: %s: input %q (%s) is required: %v", ErrInvalid, r.Name, d.Name, d.Schema, maskErr(&d, err))
+			return invalidf("%s: input %q (%s) is required: %v", r.Name, d.Name, d.Schema, maskErr(&d, err))
 		}
 	}
 	return nil
@@ -418,7 +418,7 @@ func (c *Catalog) Update(name string, values Values, meta Meta) (*Resource, erro
 		for _, conn := range conns {
 			for _, m := range conn.Mappings {
 				if m.To == in {
-					return nil, fmt.Errorf("%w: %s: input %q follows %s.%s; disconnect first (solar disconnect %s %s)", ErrConnected, name, in, conn.Emitter, m.From, conn.Emitter, name)
+					return nil, connectedf("%s: input %q follows %s.%s; disconnect first (solar disconnect %s %s)", name, in, conn.Emitter, m.From, conn.Emitter, name)
 				}
 			}
 		}
@@ -456,7 +456,7 @@ func (c *Catalog) SetTags(name string, set tags.Set, del bool) (*Resource, error
 		return nil, err
 	}
 	if _, ok := set["resource"]; ok {
-		return nil, fmt.Errorf("%w: tag \"resource\" is implicit (resource=%s) and cannot be changed", ErrInvalid, name)
+		return nil, invalidf("tag \"resource\" is implicit (resource=%s) and cannot be changed", name)
 	}
 	r := *old
 	r.Tags = old.Tags.Clone()

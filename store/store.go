@@ -112,7 +112,27 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// init creates missing buckets and the schema version. A store that is
+// already up to date is only read, so commands that fail or only read leave
+// the file byte for byte as it was.
 func (db *DB) init() error {
+	ready := false
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if tx.Bucket([]byte(name)) == nil {
+				return nil
+			}
+		}
+		v := tx.Bucket([]byte(meta)).Get([]byte("schema_version"))
+		if v != nil && string(v) != fmt.Sprint(SchemaVersion) {
+			return fmt.Errorf("%w: file has version %s, this solar reads version %d", ErrSchema, v, SchemaVersion)
+		}
+		ready = v != nil
+		return nil
+	})
+	if err != nil || ready {
+		return err
+	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/tags"
 )
 
@@ -47,7 +48,8 @@ var invalid = []error{
 	resources.ErrBase, resources.ErrInvalid, resources.ErrNotFound, resources.ErrExists,
 	resources.ErrConnected, resources.ErrCycle,
 	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
-	tags.ErrInvalidTag,
+	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
+	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }
 
 // RegisterInvalid adds sentinels of later packages to the exit-2 list.

@@ -1,0 +1,72 @@
+package ch
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+)
+
+// DiscardOptions are the inputs of "solar ch discard".
+type DiscardOptions struct {
+	App  *app.App
+	Keys []string
+	All  bool
+}
+
+// NewCmdDiscard builds "solar ch discard".
+func NewCmdDiscard(a *app.App, runF func(*DiscardOptions) error) *cobra.Command {
+	opts := &DiscardOptions{App: a}
+	c := &cobra.Command{
+		Use:   "discard KEY... | --all",
+		Short: "Undo staged changes",
+		Long: `Undo staged entries:
+  a run of a resource never committed deletes the resource;
+  an update restores the committed values and connections;
+  a remove keeps the resource;
+  a custom action (restart, reload...) just drops the entry.
+Resources downstream are restaged to match.` + "\n" + app.ExitHelp,
+		Example: `  solar ch discard mariadb.update
+  solar ch discard --all`,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Keys = args
+			if (len(args) == 0) != opts.All {
+				return app.Usagef("give KEY... or --all")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return discardRun(opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.All, "all", false, "discard every staged entry")
+	return c
+}
+
+func discardRun(opts *DiscardOptions) error {
+	var ents []*staging.Entry
+	err := opts.App.Update(func(tx *store.Tx) error {
+		st := staging.New(resources.NewCatalog(tx), opts.App.Now)
+		var err error
+		if opts.All {
+			ents, err = st.DiscardAll()
+		} else {
+			ents, err = st.Discard(opts.Keys...)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fmt.Fprintf(opts.App.IO.Out, "discarded %s\n", e.Key)
+	}
+	if len(ents) == 0 {
+		fmt.Fprintln(opts.App.IO.Out, "nothing staged")
+	}
+	return nil
+}
