@@ -12,6 +12,7 @@ import (
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/cmd/ch"
 	"github.com/solarops/solar/cmd/events"
+	orchcmd "github.com/solarops/solar/cmd/orch"
 	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/resource"
 )
@@ -70,6 +71,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		resource.NewCmd(a),
 		events.NewCmd(a),
 		ch.NewCmd(a),
+		orchcmd.NewCmd(a),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

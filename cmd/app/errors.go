@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/staging"
@@ -49,6 +51,7 @@ var invalid = []error{
 	resources.ErrConnected, resources.ErrCycle,
 	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
 	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
+	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending,
 	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }
 

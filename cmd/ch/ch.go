@@ -23,6 +23,6 @@ runs them succeeds.` + "\n" + app.ExitHelp,
   solar ch process -t env1
   solar ch history -n 5`,
 	}
-	c.AddCommand(NewCmdStage(a, nil), NewCmdStagedItem(a, nil), NewCmdDiscard(a, nil), NewCmdHistory(a, nil), NewCmdRevert(a, nil))
+	c.AddCommand(NewCmdStage(a, nil), NewCmdStagedItem(a, nil), NewCmdProcess(a, nil), NewCmdDiscard(a, nil), NewCmdHistory(a, nil), NewCmdRevert(a, nil))
 	return c
 }

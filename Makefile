@@ -1,0 +1,29 @@
+# solar — common tasks. Everything here also works as plain go commands.
+STATICCHECK_VERSION := v0.8.2
+BIN := bin/solar
+
+.PHONY: build test race bench lint demo clean
+
+build:
+	go build -o $(BIN) ./cmd/solar
+
+test:
+	go test ./...
+
+race:
+	go test -race ./...
+
+# Benchmarks for the SPEC section 10 targets; compare runs with benchstat.
+bench:
+	go test -run='^$$' -bench=. -benchmem -benchtime=3x ./planner/ ./orch/... ./staging/ ./events/ ./tags/ ./resources/...
+
+lint:
+	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+demo:
+	sh scripts/demo.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,58 @@
+package orch
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/planner"
+)
+
+// DGOptions are the inputs of "solar orch dg".
+type DGOptions struct {
+	App    *app.App
+	Ref    string
+	Format string
+}
+
+// NewCmdDG builds "solar orch dg".
+func NewCmdDG(a *app.App, runF func(*DGOptions) error) *cobra.Command {
+	opts := &DGOptions{App: a}
+	c := &cobra.Command{
+		Use:   "dg [UID|last]",
+		Short: "Draw a plan's action graph (DOT or Mermaid), colored by task status",
+		Long: `Print the plan's graph. Nodes are action instances colored by status (pending,
+running, success, noop, skipped, error); edges are labelled with their event,
+and dependency (after) edges are dashed.` + "\n" + app.ExitHelp,
+		Example: `  solar orch dg last | dot -Tsvg > plan.svg
+  solar orch dg last --format mermaid`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if opts.Format != "dot" && opts.Format != "mermaid" {
+				return app.Usagef("--format %q: want dot or mermaid", opts.Format)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return dgRun(opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Format, "format", "dot", "dot or mermaid")
+	return c
+}
+
+func dgRun(opts *DGOptions) error {
+	rec, states, err := load(opts.App, opts.Ref)
+	if err != nil {
+		return err
+	}
+	status := func(id string) string { return string(states[id].Status) }
+	out := planner.DOT(rec.Plan, status)
+	if opts.Format == "mermaid" {
+		out = planner.Mermaid(rec.Plan, status)
+	}
+	_, err = fmt.Fprint(opts.App.IO.Out, out)
+	return err
+}

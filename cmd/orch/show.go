@@ -1,0 +1,228 @@
+package orch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/store"
+)
+
+// ShowOptions are the inputs of "solar orch show".
+type ShowOptions struct {
+	App  *app.App
+	Ref  string
+	JSON bool
+}
+
+// NewCmdShow builds "solar orch show".
+func NewCmdShow(a *app.App, runF func(*ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{App: a}
+	c := &cobra.Command{
+		Use:   "show [UID|last]",
+		Short: "Show a plan: tasks, why each is there, weights, edges",
+		Long:  "Show each task of the plan with its status, critical-path weight and reason (staged entry, or the rules that trigger it), and every edge.\n" + app.ExitHelp,
+		Example: `  solar orch show last
+  solar orch show last --json | jq '.tasks[] | select(.staged)'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if runF != nil {
+				return runF(opts)
+			}
+			return showRun(opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return c
+}
+
+type taskView struct {
+	ID          string   `json:"id"`
+	Resource    string   `json:"resource"`
+	Action      string   `json:"action"`
+	Instance    int      `json:"instance"`
+	Status      string   `json:"status"`
+	Staged      bool     `json:"staged"`
+	StagedKey   string   `json:"staged_key"`
+	TriggeredBy []string `json:"triggered_by"`
+	Weight      int      `json:"weight"`
+}
+
+type edgeView struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Kind  string `json:"kind"`
+	Event string `json:"event"`
+	Rule  string `json:"rule"`
+}
+
+type planView struct {
+	FormatVersion int        `json:"format_version"`
+	UID           string     `json:"uid"`
+	CreatedAt     string     `json:"created_at"`
+	Selection     []string   `json:"selection"`
+	Tasks         []taskView `json:"tasks"`
+	Edges         []edgeView `json:"edges"`
+	Warnings      []string   `json:"warnings"`
+}
+
+func showRun(opts *ShowOptions) error {
+	rec, states, err := load(opts.App, opts.Ref)
+	if err != nil {
+		return err
+	}
+	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
+		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings}
+	if v.Selection == nil {
+		v.Selection = []string{}
+	}
+	if v.Warnings == nil {
+		v.Warnings = []string{}
+	}
+	for _, n := range rec.Plan.Nodes {
+		tb := n.TriggeredBy
+		if tb == nil {
+			tb = []string{}
+		}
+		v.Tasks = append(v.Tasks, taskView{ID: n.ID, Resource: n.Resource, Action: n.Action, Instance: n.Instance,
+			Status: string(states[n.ID].Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight})
+	}
+	for _, e := range rec.Plan.Edges {
+		v.Edges = append(v.Edges, edgeView{From: e.From, To: e.To, Kind: e.Kind, Event: string(e.Event), Rule: e.Rule})
+	}
+	w := opts.App.IO.Out
+	if opts.JSON {
+		return app.JSON(w, v)
+	}
+	fmt.Fprintf(w, "plan %s (created %s, selection: %s)\n\n", v.UID, v.CreatedAt, selection(v.Selection))
+	rows := make([][]string, 0, len(v.Tasks))
+	for _, t := range v.Tasks {
+		why := "staged " + t.StagedKey
+		if !t.Staged {
+			why = "triggered by " + strings.Join(t.TriggeredBy, "; ")
+		}
+		rows = append(rows, []string{t.ID, t.Status, fmt.Sprint(t.Weight), why})
+	}
+	if err := app.Table(w, []string{"task", "status", "weight", "why"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	erows := make([][]string, 0, len(v.Edges))
+	for _, e := range v.Edges {
+		label := e.Event
+		if e.Kind == "after" {
+			label = "after"
+		}
+		erows = append(erows, []string{e.From, "-> " + e.To, label})
+	}
+	if err := app.Table(w, []string{"from", "to", "on"}, erows); err != nil {
+		return err
+	}
+	for _, warn := range v.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	return nil
+}
+
+func selection(s []string) string {
+	if len(s) == 0 {
+		return "all staged entries"
+	}
+	return "-t " + strings.Join(s, " -t ")
+}
+
+// ListOptions are the inputs of "solar orch list".
+type ListOptions struct {
+	App  *app.App
+	JSON bool
+}
+
+// NewCmdList builds "solar orch list".
+func NewCmdList(a *app.App, runF func(*ListOptions) error) *cobra.Command {
+	opts := &ListOptions{App: a}
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List plans, newest last, with their task counts by status",
+		Long:    "List every plan uid with its size, selection and whether it still has unfinished tasks.\n" + app.ExitHelp,
+		Example: "  solar orch list\n  solar orch list --json",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return listRun(opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return c
+}
+
+type planSummary struct {
+	UID       string         `json:"uid"`
+	CreatedAt string         `json:"created_at"`
+	Selection []string       `json:"selection"`
+	Tasks     int            `json:"tasks"`
+	Open      bool           `json:"open"`
+	Counts    map[string]int `json:"counts"`
+}
+
+func listRun(opts *ListOptions) error {
+	out := struct {
+		FormatVersion int           `json:"format_version"`
+		Plans         []planSummary `json:"plans"`
+	}{FormatVersion: app.FormatVersion, Plans: []planSummary{}}
+	err := opts.App.View(func(tx *store.Tx) error {
+		uids, err := orch.UIDs(tx)
+		if err != nil {
+			return err
+		}
+		for _, uid := range uids {
+			rec, err := orch.Load(tx, uid)
+			if err != nil {
+				return err
+			}
+			states, err := orch.States(tx, rec)
+			if err != nil {
+				return err
+			}
+			s := planSummary{UID: uid, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"), Selection: rec.Selection, Tasks: len(rec.Plan.Nodes), Open: orch.Open(tx, uid), Counts: map[string]int{}}
+			if s.Selection == nil {
+				s.Selection = []string{}
+			}
+			for _, st := range states {
+				s.Counts[string(st.Status)]++
+			}
+			out.Plans = append(out.Plans, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return app.JSON(opts.App.IO.Out, out)
+	}
+	if len(out.Plans) == 0 {
+		_, err := fmt.Fprintln(opts.App.IO.Out, "no plans yet; build one with solar ch process")
+		return err
+	}
+	rows := make([][]string, 0, len(out.Plans))
+	for _, p := range out.Plans {
+		state := "finished"
+		if p.Open {
+			state = "open"
+		}
+		var counts []string
+		for _, s := range []orch.Status{orch.StatusPending, orch.StatusInProgress, orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError} {
+			if n := p.Counts[string(s)]; n > 0 {
+				counts = append(counts, fmt.Sprintf("%s=%d", strings.ToLower(string(s)), n))
+			}
+		}
+		rows = append(rows, []string{p.UID, fmt.Sprint(p.Tasks), state, strings.Join(counts, " "), selection(p.Selection)})
+	}
+	return app.Table(opts.App.IO.Out, []string{"uid", "tasks", "state", "counts", "selection"}, rows)
+}

@@ -1,0 +1,64 @@
+// Package handler owns running one attempt of one action of one resource:
+// the shell protocol that action scripts are written to, the noop handler,
+// and the Transport seam through which a command reaches the machine it runs
+// on.
+//
+// A Handler knows nothing of the store, the planner or terminals. The
+// executor hands it a Request holding everything it needs (the base
+// directory, the script, the effective inputs and which of them are secret)
+// and gets back a Result or an error. Retries, delays between attempts and
+// recording what happened are the executor's.
+//
+// # The shell protocol
+//
+// Shell runs "/bin/sh <Script>" in the base directory, so a base works the
+// same whatever the executor's working directory. Inputs reach the script
+// only through its environment and a file, never through a command line,
+// where other users could read them and where quoting would be a hazard:
+//
+//   - SOLAR_RESOURCE, SOLAR_ACTION, SOLAR_TASK, SOLAR_LOCATION name what runs;
+//   - SOLAR_INPUT_<NAME> holds each input: the name upper-cased with every
+//     character outside [A-Z0-9_] replaced by '_'; strings as they are,
+//     numbers and booleans as JSON text, lists and objects as compact JSON,
+//     nil as the empty string;
+//   - SOLAR_INPUTS names a JSON file (mode 0600) with all inputs as an object;
+//   - SOLAR_RESULT names a file that does not exist yet. The script may write
+//     {"changed": bool, "outputs": {...}} there. No file, an empty file or a
+//     missing "changed" mean the action changed something.
+//
+// Both files live in a private directory (mode 0700) made for the attempt and
+// removed after it. The rest of the environment is the executor's own, less
+// any stale SOLAR_INPUT_* or protocol variables it may have inherited.
+//
+// An attempt fails when the script exits non-zero (the error is
+// "exit status N: " and the last non-empty lines of its stderr), when it is
+// killed by a signal, or when its result file is not what the protocol
+// says. Result numbers come back in canonical form: int64 when the JSON
+// number is a whole number that fits, float64 otherwise; callers convert
+// them further with the input's schema.
+//
+// # Time limits
+//
+// The script runs in its own process group. When Request.Timeout passes, or
+// the caller's context is done, the whole group gets SIGTERM and, after
+// Shell.KillGrace, SIGKILL, so that children the script started (a sleep, a
+// server in the foreground) die with it. A child that puts itself in another
+// process group or session escapes; that is the price of not needing a
+// cgroup.
+//
+// # Secrets
+//
+// The values of inputs marked Sensitive, and of outputs whose name is a
+// Sensitive input, are replaced by "********" in every string this package
+// returns: error messages, Result.Stdout and Result.Stderr. Result.Outputs
+// keeps the real values, since the executor must store them. A malformed
+// result file is reported by what is wrong with it, never by quoting it.
+//
+// # Beyond this machine
+//
+// Every process start and every file the protocol needs goes through a Host,
+// which a Transport opens for Request.Location. Local, the only transport
+// today, runs everything on this machine whatever the location; an SSH
+// transport can implement the same two interfaces without the executor
+// changing.
+package handler

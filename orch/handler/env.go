@@ -1,0 +1,163 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// inputPrefix starts the name of every input's environment variable.
+const inputPrefix = "SOLAR_INPUT_"
+
+// protocolVars are set for every attempt. A value inherited from the
+// executor's environment (solar run from inside an action) would describe
+// some other action, so it is dropped, as are inherited SOLAR_INPUT_*.
+var protocolVars = [...]string{
+	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT",
+}
+
+// EnvName returns the environment variable that carries input name:
+// SOLAR_INPUT_ and the name upper-cased, with every character outside
+// [A-Z0-9_] replaced by '_'.
+func EnvName(name string) string {
+	return string(appendEnvName(make([]byte, 0, len(inputPrefix)+len(name)), name))
+}
+
+func appendEnvName(b []byte, name string) []byte {
+	b = append(b, inputPrefix...)
+	for _, r := range name {
+		switch {
+		case 'a' <= r && r <= 'z':
+			b = append(b, byte(r-'a'+'A'))
+		case 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_':
+			b = append(b, byte(r))
+		default:
+			// A few non-ASCII letters upper-case into ASCII ('ı' is 'I');
+			// all others fall outside the set.
+			if u := unicode.ToUpper(r); 'A' <= u && u <= 'Z' {
+				b = append(b, byte(u))
+			} else {
+				b = append(b, '_')
+			}
+		}
+	}
+	return b
+}
+
+// plainName reports whether name is made of [a-z0-9_] only. EnvName is
+// one-to-one on such names, so they need no check for collisions.
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// appendEnvValue appends the environment form of an input value.
+func appendEnvValue(b []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return b, nil
+	case string:
+		return append(b, x...), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	}
+	return appendJSON(b, v)
+}
+
+// appendJSON appends v as compact JSON. HTML escaping is off: a script
+// should find "<" where the operator wrote "<", not "\u003c".
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return b, err
+	}
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+}
+
+// scriptEnv builds the attempt's environment, except SOLAR_INPUTS and
+// SOLAR_RESULT, for which it leaves room. It fails, naming the input, on
+// a value no environment variable can hold and on two inputs that would
+// share a variable; it never quotes a value, which may be secret.
+func scriptEnv(req Request) ([]string, error) {
+	parent := os.Environ()
+	env := make([]string, 0, len(parent)+len(req.Inputs)+len(protocolVars))
+	for _, kv := range parent {
+		if !inheritable(kv) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"SOLAR_RESOURCE="+req.Resource,
+		"SOLAR_ACTION="+req.Action,
+		"SOLAR_TASK="+req.Task,
+		"SOLAR_LOCATION="+req.Location,
+	)
+	var owner map[string]string // variable -> input, only for unusual names
+	var b []byte
+	for name, v := range req.Inputs {
+		b = appendEnvName(b[:0], name)
+		if !plainName(name) {
+			if owner == nil {
+				owner = make(map[string]string)
+			}
+			if other, ok := owner[string(b)]; ok {
+				first, second := min(other, name), max(other, name)
+				return nil, fmt.Errorf("%w: inputs %q and %q would both be %s", ErrBadRequest, first, second, b)
+			}
+			owner[string(b)] = name
+		}
+		if s, ok := v.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return nil, fmt.Errorf("%w: input %q holds a NUL byte, which %s cannot carry", ErrBadRequest, name, b)
+		}
+		b = append(b, '=')
+		var err error
+		if b, err = appendEnvValue(b, v); err != nil {
+			return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
+		}
+		env = append(env, string(b))
+	}
+	if owner != nil {
+		// Plain names can still collide with unusual ones ("a_b", "a-b").
+		for name := range req.Inputs {
+			if plainName(name) {
+				if other, ok := owner[EnvName(name)]; ok {
+					return nil, fmt.Errorf("%w: inputs %q and %q would both be %s", ErrBadRequest, min(other, name), max(other, name), EnvName(name))
+				}
+			}
+		}
+	}
+	return env, nil
+}
+
+// inheritable reports whether a "KEY=value" of the executor's environment
+// is passed on to scripts.
+func inheritable(kv string) bool {
+	if !strings.HasPrefix(kv, "SOLAR_") {
+		return true
+	}
+	if strings.HasPrefix(kv, inputPrefix) {
+		return false
+	}
+	for _, p := range protocolVars {
+		if len(kv) > len(p) && kv[len(p)] == '=' && kv[:len(p)] == p {
+			return false
+		}
+	}
+	return true
+}

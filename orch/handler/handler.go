@@ -1,0 +1,70 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Request is one attempt of one action to run.
+type Request struct {
+	Resource string // resource name, "keystone"
+	Action   string // action name, "run"
+	Task     string // plan instance, "haproxy.run#1"
+	BaseDir  string // absolute; the script's working directory
+	Script   string // relative to BaseDir, from meta.yaml's actions
+	// Inputs are the effective inputs in canonical form: string, int64,
+	// float64, bool, []any, map[string]any or nil.
+	Inputs map[string]any
+	// Sensitive names the inputs whose values must never be printed. An
+	// output with one of these names is secret too.
+	Sensitive map[string]bool
+	Location  string        // node name; "" is this machine
+	Timeout   time.Duration // per attempt; 0 is none
+}
+
+// Result is what an attempt reported.
+//
+// Changed and Outputs are meaningful only when the attempt succeeded.
+// Stdout and Stderr are the last 64 KiB of what the script printed, with
+// secrets masked; they are filled in on failure too, for the logs.
+type Result struct {
+	Changed bool
+	// Outputs may be nil. Values are canonical (see the package comment)
+	// and unmasked: they are data for the executor, not text for a screen.
+	Outputs map[string]any
+	Stdout  string
+	Stderr  string
+}
+
+// Handler runs one attempt of an action. A non-nil error means the attempt
+// failed; retries and the delay between them are the caller's. Run may be
+// called from many goroutines at once.
+type Handler interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// Noop is the handler of bases that stand for something solar does not act
+// on (a node, a placeholder): it does nothing and reports nothing changed.
+// It costs a function call, so a plan of noop tasks measures the executor
+// alone.
+type Noop struct{}
+
+// Run reports Changed=false at once.
+func (Noop) Run(context.Context, Request) (Result, error) { return Result{}, nil }
+
+// ByName returns the handler a base's meta.yaml names: "shell" (also "",
+// the default) gets shell, or a Shell with default settings when shell is
+// nil; "noop" gets Noop.
+func ByName(name string, shell *Shell) (Handler, error) {
+	switch name {
+	case "shell", "":
+		if shell == nil {
+			shell = &Shell{}
+		}
+		return shell, nil
+	case "noop":
+		return Noop{}, nil
+	}
+	return nil, fmt.Errorf("%w %q: want shell or noop", ErrUnknownHandler, name)
+}

@@ -1,0 +1,250 @@
+package orch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/store"
+)
+
+// Errors about naming and finding plans.
+var (
+	// ErrNoPlans means "last" was asked for but no plan exists yet.
+	ErrNoPlans = errors.New("no plans yet")
+	// ErrUnknownPlan means no plan has the given uid.
+	ErrUnknownPlan = errors.New("no such plan")
+	// ErrPending means staged entries are already pending in an unfinished
+	// plan.
+	ErrPending = errors.New("entries are pending in an unfinished plan")
+)
+
+// Keys in the plans bucket. A plan's graph is written once; each task's
+// state is its own key, so a status change rewrites one small record.
+func planKey(uid string) string     { return "plan/" + uid }
+func taskPrefix(uid string) string  { return "task/" + uid + "/" }
+func taskKey(uid, id string) string { return taskPrefix(uid) + id }
+func openKey(uid string) string     { return "open/" + uid }
+func runnerKey(uid string) string   { return "runner/" + uid }
+
+// Record is a stored plan.
+type Record struct {
+	UID       string        `json:"uid"`
+	CreatedAt time.Time     `json:"created_at"`
+	Selection []string      `json:"selection"` // tag expressions given to ch process
+	Plan      *planner.Plan `json:"plan"`
+}
+
+// stateJSON is the stored form of a task's State.
+type stateJSON struct {
+	Status   Status    `json:"status"`
+	Reason   string    `json:"reason,omitempty"`
+	Err      string    `json:"error,omitempty"`
+	Attempts int       `json:"attempts,omitempty"`
+	Changed  bool      `json:"changed,omitempty"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+}
+
+// NewUID returns a new plan uid: the UTC time and a sequence number, so
+// uids sort in creation order.
+func NewUID(tx *store.Tx, now time.Time) (string, error) {
+	seq, err := tx.NextSequence(store.Plans)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s-%04d", now.UTC().Format("20060102-150405"), seq), nil
+}
+
+// Save stores a new plan; every task starts PENDING (no state key).
+func Save(tx *store.Tx, rec *Record) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(store.Plans, planKey(rec.UID), raw); err != nil {
+		return err
+	}
+	return tx.Put(store.Plans, openKey(rec.UID), nil)
+}
+
+// UIDs returns every plan uid, oldest first.
+func UIDs(tx *store.Tx) ([]string, error) {
+	var out []string
+	err := tx.ForEach(store.Plans, "plan/", func(k string, _ []byte) error {
+		out = append(out, strings.TrimPrefix(k, "plan/"))
+		return nil
+	})
+	return out, err
+}
+
+// Resolve turns a plan reference into a uid: "last" is the newest plan,
+// "last~N" the one N before it, anything else must be an existing uid.
+func Resolve(tx *store.Tx, ref string) (string, error) {
+	if ref == "last" || strings.HasPrefix(ref, "last~") {
+		back := 0
+		if ref != "last" {
+			n, err := strconv.Atoi(strings.TrimPrefix(ref, "last~"))
+			if err != nil || n < 0 {
+				return "", fmt.Errorf("%w %q: write last, last~1, last~2...", ErrUnknownPlan, ref)
+			}
+			back = n
+		}
+		uids, err := UIDs(tx)
+		if err != nil {
+			return "", err
+		}
+		if len(uids) == 0 {
+			return "", fmt.Errorf("%w: build one with solar ch process", ErrNoPlans)
+		}
+		if back >= len(uids) {
+			return "", fmt.Errorf("%w %q: there are only %d plans", ErrUnknownPlan, ref, len(uids))
+		}
+		return uids[len(uids)-1-back], nil
+	}
+	if !tx.Has(store.Plans, planKey(ref)) {
+		return "", fmt.Errorf("%w %q (see solar orch list)", ErrUnknownPlan, ref)
+	}
+	return ref, nil
+}
+
+// Load returns the stored plan uid.
+func Load(tx *store.Tx, uid string) (*Record, error) {
+	raw, err := tx.Get(store.Plans, planKey(uid))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (see solar orch list)", ErrUnknownPlan, uid)
+	}
+	var rec Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("decode plan %s: %w", uid, err)
+	}
+	return &rec, nil
+}
+
+// States returns the recorded state of every task of plan uid; tasks
+// without a record are PENDING.
+func States(tx *store.Tx, rec *Record) (map[string]State, error) {
+	out := make(map[string]State, len(rec.Plan.Nodes))
+	for _, n := range rec.Plan.Nodes {
+		out[n.ID] = State{Status: StatusPending}
+	}
+	p := taskPrefix(rec.UID)
+	err := tx.ForEach(store.Plans, p, func(k string, v []byte) error {
+		var s stateJSON
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("decode task %s: %w", k, err)
+		}
+		out[strings.TrimPrefix(k, p)] = State{Status: s.Status, Reason: s.Reason, Err: s.Err, Attempts: s.Attempts, Changed: s.Changed, Start: s.Start, End: s.End}
+		return nil
+	})
+	return out, err
+}
+
+// PutState records a task's state.
+func PutState(tx *store.Tx, uid, id string, st State) error {
+	raw, err := json.Marshal(stateJSON{Status: st.Status, Reason: st.Reason, Err: st.Err, Attempts: st.Attempts, Changed: st.Changed, Start: st.Start, End: st.End})
+	if err != nil {
+		return err
+	}
+	return tx.Put(store.Plans, taskKey(uid, id), raw)
+}
+
+// Open reports whether plan uid still has unfinished tasks.
+func Open(tx *store.Tx, uid string) bool { return tx.Has(store.Plans, openKey(uid)) }
+
+// SetOpen marks plan uid as unfinished (or finished).
+func SetOpen(tx *store.Tx, uid string, open bool) error {
+	if open {
+		return tx.Put(store.Plans, openKey(uid), nil)
+	}
+	return tx.Delete(store.Plans, openKey(uid))
+}
+
+// Pending maps each staged entry key still pending (its task not finished)
+// in an unfinished plan to that plan's uid.
+func Pending(tx *store.Tx) (map[string]string, error) {
+	var open []string
+	if err := tx.ForEach(store.Plans, "open/", func(k string, _ []byte) error {
+		open = append(open, strings.TrimPrefix(k, "open/"))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, uid := range open {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return nil, err
+		}
+		states, err := States(tx, rec)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range rec.Plan.Nodes {
+			if n.Staged && !states[n.ID].Status.Finished() {
+				out[n.StagedKey] = uid
+			}
+		}
+	}
+	return out, nil
+}
+
+// Supersede skips, with reason "superseded", the pending tasks of older
+// plans that run any of keys; a plan left with nothing to do is closed.
+func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
+	pending, err := Pending(tx)
+	if err != nil {
+		return nil, err
+	}
+	byPlan := map[string]map[string]bool{}
+	for _, k := range keys {
+		if uid, ok := pending[k]; ok {
+			if byPlan[uid] == nil {
+				byPlan[uid] = map[string]bool{}
+			}
+			byPlan[uid][k] = true
+		}
+	}
+	uids := make([]string, 0, len(byPlan))
+	for uid := range byPlan {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	for _, uid := range uids {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return nil, err
+		}
+		states, err := States(tx, rec)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range rec.Plan.Nodes {
+			if n.Staged && byPlan[uid][n.StagedKey] && !states[n.ID].Status.Finished() {
+				st := State{Status: StatusSkipped, Reason: ReasonSuperseded, End: now}
+				states[n.ID] = st
+				if err := PutState(tx, uid, n.ID, st); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := closeIfDone(tx, uid, states); err != nil {
+			return nil, err
+		}
+	}
+	return uids, nil
+}
+
+func closeIfDone(tx *store.Tx, uid string, states map[string]State) error {
+	for _, st := range states {
+		if !st.Status.Finished() {
+			return nil
+		}
+	}
+	return SetOpen(tx, uid, false)
+}

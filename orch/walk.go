@@ -1,0 +1,849 @@
+package orch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/events"
+)
+
+// Errors of the walker. The errors actually returned wrap one of these and
+// name the offending task, so callers test them with errors.Is and print
+// them as they are. Walk returns the first four for a task graph it refuses
+// to run; then nothing has run and nothing has been persisted.
+var (
+	// ErrDuplicateTask means two tasks share an id.
+	ErrDuplicateTask = errors.New("duplicate task")
+	// ErrUnknownPredecessor means an edge comes from a task that is not in
+	// the walk.
+	ErrUnknownPredecessor = errors.New("unknown predecessor")
+	// ErrTaskCycle means the edges form a cycle, so no task of it could
+	// ever start. The message lists the tasks around one cycle.
+	ErrTaskCycle = errors.New("task cycle")
+	// ErrBadSema means a task's semaphore is not "name:count" with a
+	// non-empty name and a count of at least 1, or names one semaphore
+	// twice.
+	ErrBadSema = errors.New("bad semaphore")
+	// ErrTaskPanicked is recorded as the error of a task whose Run
+	// panicked. The walk goes on: the panic is the task's failure, not the
+	// walker's.
+	ErrTaskPanicked = errors.New("task panicked")
+)
+
+// Status is where a task stands in a walk. It is persisted as text, so the
+// values are the words the CLI prints.
+type Status string
+
+// The statuses of a task. A walk moves a task from PENDING to INPROGRESS to
+// one of SUCCESS, NOOP or ERROR, or straight from PENDING to SKIPPED.
+const (
+	StatusPending    Status = "PENDING"
+	StatusInProgress Status = "INPROGRESS"
+	StatusSuccess    Status = "SUCCESS" // ran and changed something
+	StatusNoop       Status = "NOOP"    // ran and changed nothing
+	StatusSkipped    Status = "SKIPPED" // did not run; State.Reason says why
+	StatusError      Status = "ERROR"   // ran and failed after all attempts
+)
+
+// Finished reports whether s is final: SUCCESS, NOOP, SKIPPED or ERROR.
+// A finished task is never run again by a walk, including a resumed one.
+func (s Status) Finished() bool {
+	switch s {
+	case StatusSuccess, StatusNoop, StatusSkipped, StatusError:
+		return true
+	}
+	return false
+}
+
+// Reasons recorded in State.Reason for a SKIPPED task. The walker itself
+// writes ReasonNotTriggered, ReasonStopped and ReasonUpstreamFailed; the
+// others are for callers that skip tasks before a walk.
+const (
+	ReasonNotTriggered = "not triggered" // reactive task whose react rules did not match
+	ReasonStopped      = "stopped"       // the walk was stopped before the task started
+	ReasonFiltered     = "filtered"      // left out by orch filter
+	ReasonSuperseded   = "superseded"    // its entries were taken over by a newer plan
+	// ReasonUpstreamFailed is followed by ": <task>", the task that ended
+	// ERROR and caused the skip, however many skipped tasks lie between.
+	ReasonUpstreamFailed = "upstream failed"
+)
+
+const upstreamPrefix = ReasonUpstreamFailed + ": "
+
+// InEdge is one incoming edge of a task: From must finish before the task
+// may start.
+type InEdge struct {
+	From string // predecessor task id
+	// React is true for an edge from a react rule ("on E.a EVENT S.b") and
+	// false for an ordering-only edge (an after rule).
+	React bool
+	Event events.Event // the react rule's event; unused when React is false
+}
+
+// Task is one unit of work of a walk.
+type Task struct {
+	ID   string
+	Node string // where the task runs; "" is the local machine, which has no per-node limit
+	// Sema lists counting semaphores as "name:count". A task runs only
+	// while it holds one unit of each; a semaphore admits as many holders
+	// as the smallest count any task of the walk gives it.
+	Sema   []string
+	Weight int // critical-path weight; among ready tasks the heaviest starts first
+	// Reactive is true when only react rules put the task in the plan (it
+	// was not staged), so it runs only if one of them is triggered.
+	Reactive bool
+	In       []InEdge
+}
+
+// State is what is recorded about a task.
+type State struct {
+	Status     Status
+	Reason     string // why a SKIPPED task did not run; see the Reason constants
+	Err        string // why an ERROR task failed
+	Attempts   int
+	Changed    bool // the task ran and changed something (SUCCESS)
+	Start, End time.Time
+}
+
+// FailedRoot reports whether a task in state st counts as failed for its
+// successors, and which task is the root cause: id itself when it ended
+// ERROR, or the task named in its "upstream failed" reason.
+func (st State) FailedRoot(id string) (root string, failed bool) {
+	switch {
+	case st.Status == StatusError:
+		return id, true
+	case st.Status == StatusSkipped && strings.HasPrefix(st.Reason, ReasonUpstreamFailed):
+		if root := strings.TrimPrefix(st.Reason, upstreamPrefix); root != st.Reason && root != "" {
+			return root, true
+		}
+		return id, true // a reason without a root: the best we know is this task
+	}
+	return "", false
+}
+
+// Outcome is what running a task produced. Retries and timeouts happen
+// inside Walker.Run, so an Outcome is final.
+type Outcome struct {
+	Changed  bool
+	Err      error // non-nil: the task ends ERROR
+	Attempts int   // recorded as at least 1
+}
+
+// Walker runs a set of tasks in dependency order.
+//
+// Guarantees:
+//
+//   - A task starts only after all its predecessors have finished and their
+//     final states have been persisted (Persist returned). Every final state
+//     is persisted after those of the task's predecessors, so the sequence of
+//     persisted final states is always a topological order of the graph: a
+//     crash can lose a task's result, never record a task as done before what
+//     it depends on.
+//   - Everything else may run in parallel, within Concurrency, PerNode and
+//     the tasks' semaphores. Among tasks that are ready at the same moment
+//     the heaviest (Weight) starts first, ties broken by id.
+//   - A failure skips what is downstream of it, and every skipped task names
+//     the root cause: the task that ended ERROR, not the skipped task
+//     between them. Only react edges with event failed or any let a failure
+//     through; they exist to react to it.
+//   - A walk resumed with recorded states never re-runs a finished task; it
+//     counts as finished with its recorded status, and tasks recorded as
+//     INPROGRESS (interrupted) or PENDING run.
+//
+// Run-time semantics of edges (SPEC section 4), decided when all of a
+// task's predecessors have finished:
+//
+//  1. If a predecessor ended ERROR, or SKIPPED because of an upstream
+//     failure, and no react edge with event failed or any joins that
+//     predecessor to the task, the task is SKIPPED "upstream failed: <root>".
+//  2. A reactive task (Task.Reactive) runs when at least one incoming react
+//     edge's event matches its predecessor's result (SUCCESS is changed,
+//     NOOP is ok, ERROR is failed; a SKIPPED task emits nothing), once
+//     however many match. Otherwise it is SKIPPED "not triggered", which
+//     counts as finished: its own subscribers are simply not triggered by it.
+//  3. A staged task runs; its incoming edges only order it.
+//
+// Limits cannot deadlock. Only the scheduler goroutine takes and returns
+// node slots and semaphore units, and it takes everything a task needs in
+// one step, or nothing: a task that cannot get all of them now holds none
+// while it waits. With no task holding one unit while waiting for another,
+// no cycle of waiting tasks can form, whatever order tasks list their
+// semaphores in (they are taken in sorted name order only for
+// determinism). A waiting task is parked on the limit that refused it and
+// the scheduler goes on to the next ready task, so a busy node or semaphore
+// never holds back lighter tasks that could run (no head-of-line blocking).
+// When a limit frees a unit, the heaviest task parked on it is reconsidered.
+//
+// A Walker holds no state between walks; one value may run walks one after
+// another.
+type Walker struct {
+	Concurrency int // maximum number of tasks in Run at once; 0 means 10
+	PerNode     int // maximum number of tasks in Run at once on one non-empty Node; 0 means 1
+
+	// Run executes one task, on a goroutine of its own, and must not modify
+	// it. It must return soon after ctx is cancelled (hard cancellation),
+	// reporting ctx's error if it gave up. It must not be nil.
+	Run func(ctx context.Context, t *Task) Outcome
+	// Persist records a state change: INPROGRESS before Run is called, and
+	// every final state. It is called from one goroutine at a time. An error
+	// aborts the walk: running tasks are cancelled and waited for, and Walk
+	// returns the error. Nil means nothing is recorded.
+	Persist func(id string, st State) error
+	// Progress, if not nil, is told of each change after it was persisted,
+	// from the same goroutine as Persist.
+	Progress func(id string, st State)
+	// Now tells the time for State.Start and State.End; nil means time.Now.
+	Now func() time.Time
+}
+
+// Walk runs tasks and returns the final state of every task, by id.
+//
+// initial holds states recorded by an earlier walk of the same tasks
+// (resume): a task whose recorded status is finished is not run and counts
+// as finished with that state; any other task runs as if new. Tasks absent
+// from initial are PENDING.
+//
+// Closing stop stops the walk softly: no task starts any more, running
+// tasks finish and are persisted, and every task that did not start ends
+// SKIPPED "stopped" (persisted). Cancelling ctx stops it hard: the same,
+// except that the running tasks' ctx is cancelled too; they end with what
+// Run reports, normally ERROR with ctx's error.
+//
+// The error is non-nil only when the graph is invalid (see the Err
+// variables; then nothing ran) or when Persist failed; then the returned
+// states are the walker's last view, which may be ahead of what was
+// persisted, and tasks never reached are PENDING.
+func (w *Walker) Walk(ctx context.Context, tasks []Task, initial map[string]State, stop <-chan struct{}) (map[string]State, error) {
+	if w.Run == nil {
+		panic("orch: Walker.Run is nil")
+	}
+	wk, err := newWalk(w, tasks, initial)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wk.runCtx = runCtx
+	if err := wk.loop(ctx, stop); err != nil {
+		cancel()
+		wk.waitRunning()
+		return wk.result(), err
+	}
+	return wk.result(), nil
+}
+
+// walk is the state of one Walk, owned by the scheduler goroutine. Tasks
+// are numbered by priority (rank): rank 0 is the heaviest task, ties broken
+// by id, so the ready queues compare plain integers.
+type walk struct {
+	w           *Walker
+	now         func() time.Time
+	concurrency int
+
+	tasks  []*Task  // by rank
+	states []State  // by rank
+	inFrom []int32  // rank of each incoming edge's predecessor, task by task, in Task.In order
+	inOff  []int32  // task k's edges are inFrom[inOff[k]:inOff[k+1]]
+	passes []bool   // per incoming edge: a failure of its predecessor does not skip the task; nil if none does
+	succ   []int32  // successors' ranks, one per edge
+	sucOff []int32  // task k's successors are succ[sucOff[k]:sucOff[k+1]]
+	limOf  []int32  // the limits each task takes: its node's, then its semaphores' in name order
+	limOff []int32  // task k's limits are limOf[limOff[k]:limOff[k+1]]
+	limits []limit  // nodes and semaphores
+	wait   []int32  // per task: edges whose predecessor has not finished and been persisted
+	decide []int32  // tasks whose predecessors have all finished, not yet decided
+	ready  rankHeap // tasks decided to run, not yet started
+
+	left     int // tasks not finished
+	running  int
+	stopping bool
+	err      error // the Persist error that aborts the walk
+
+	runCtx context.Context
+	done   chan ran
+}
+
+// ran is a finished Run, reported back to the scheduler.
+type ran struct {
+	rank    int32
+	outcome Outcome
+}
+
+// limit is a node or a semaphore: at most capacity tasks hold it at once.
+type limit struct {
+	capacity, used int
+	parked         rankHeap // tasks refused by this limit, waiting for a unit
+}
+
+func newWalk(w *Walker, tasks []Task, initial map[string]State) (*walk, error) {
+	n := len(tasks)
+	wk := &walk{
+		w:           w,
+		now:         w.Now,
+		concurrency: w.Concurrency,
+		tasks:       make([]*Task, n),
+		states:      make([]State, n),
+	}
+	if wk.now == nil {
+		wk.now = time.Now
+	}
+	if wk.concurrency <= 0 {
+		wk.concurrency = 10
+	}
+	// One slot per possible runner: a finishing Run never waits for the
+	// scheduler, even while it is aborting.
+	wk.done = make(chan ran, wk.concurrency)
+
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		ta, tb := &tasks[a], &tasks[b]
+		if ta.Weight != tb.Weight {
+			if ta.Weight > tb.Weight {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(ta.ID, tb.ID)
+	})
+	rank := make(map[string]int32, n)
+	for k, i := range order {
+		t := &tasks[i]
+		if _, dup := rank[t.ID]; dup {
+			return nil, fmt.Errorf("%w: two tasks are named %q", ErrDuplicateTask, t.ID)
+		}
+		rank[t.ID] = int32(k)
+		wk.tasks[k] = t
+	}
+
+	if err := wk.link(rank); err != nil {
+		return nil, err
+	}
+	if err := wk.checkAcyclic(); err != nil {
+		return nil, err
+	}
+	if err := wk.buildLimits(); err != nil {
+		return nil, err
+	}
+	wk.restore(initial)
+	return wk, nil
+}
+
+// link resolves the edges into rank-indexed incoming and successor lists,
+// counts the predecessors each task waits for, and marks the edges that a
+// failure passes (see passes).
+func (wk *walk) link(rank map[string]int32) error {
+	n := len(wk.tasks)
+	wk.inOff = make([]int32, n+1)
+	edges := 0
+	for k, t := range wk.tasks {
+		edges += len(t.In)
+		wk.inOff[k+1] = int32(edges)
+	}
+	wk.inFrom = make([]int32, edges)
+	wk.wait = make([]int32, n)
+	outdeg := make([]int32, n+1)
+	tolerant := false
+	for k, t := range wk.tasks {
+		for j, e := range t.In {
+			p, ok := rank[e.From]
+			if !ok {
+				return fmt.Errorf("%w: task %q comes after %q, which is not in the walk", ErrUnknownPredecessor, t.ID, e.From)
+			}
+			wk.inFrom[int(wk.inOff[k])+j] = p
+			outdeg[p+1]++
+			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+				tolerant = true
+			}
+		}
+		wk.wait[k] = int32(len(t.In))
+	}
+
+	// Successors, grouped by predecessor (counting sort on the ranks).
+	wk.sucOff = outdeg
+	for k := 1; k <= n; k++ {
+		wk.sucOff[k] += wk.sucOff[k-1]
+	}
+	wk.succ = make([]int32, edges)
+	fill := slices.Clone(wk.sucOff[:n])
+	for k := range wk.tasks {
+		for _, p := range wk.inFrom[wk.inOff[k]:wk.inOff[k+1]] {
+			wk.succ[fill[p]] = int32(k)
+			fill[p]++
+		}
+	}
+
+	if !tolerant {
+		return nil
+	}
+	// A failure is let through per predecessor, not per edge: when react
+	// rules join a predecessor to a task with both "changed" and "failed",
+	// the "failed" edge is there to react to its failure. stamp[p] == k+1
+	// marks p as such a predecessor of task k, so the marking stays linear
+	// in the number of edges even for a sink with thousands of them.
+	wk.passes = make([]bool, edges)
+	stamp := make([]int32, n)
+	for k, t := range wk.tasks {
+		off := int(wk.inOff[k])
+		marked := false
+		for j, e := range t.In {
+			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+				stamp[wk.inFrom[off+j]] = int32(k + 1)
+				marked = true
+			}
+		}
+		if !marked {
+			continue
+		}
+		for j := range t.In {
+			wk.passes[off+j] = stamp[wk.inFrom[off+j]] == int32(k+1)
+		}
+	}
+	return nil
+}
+
+// checkAcyclic runs Kahn's algorithm on a copy of the wait counters; the
+// tasks it never reaches lie on or behind a cycle, and one cycle among them
+// is named in the error.
+func (wk *walk) checkAcyclic() error {
+	wait := slices.Clone(wk.wait)
+	queue := make([]int32, 0, len(wk.tasks))
+	for k, c := range wait {
+		if c == 0 {
+			queue = append(queue, int32(k))
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		for _, s := range wk.succ[wk.sucOff[queue[i]]:wk.sucOff[queue[i]+1]] {
+			if wait[s]--; wait[s] == 0 {
+				queue = append(queue, s)
+			}
+		}
+	}
+	if len(queue) == len(wk.tasks) {
+		return nil
+	}
+	// Every unreached task has an unreached predecessor, so walking
+	// backwards through unreached predecessors must come back to a task
+	// already seen; the tasks from there on form a cycle.
+	k := int32(-1)
+	for i, c := range wait {
+		if c > 0 {
+			k = int32(i)
+			break
+		}
+	}
+	seen := map[int32]int{}
+	var path []int32
+	for {
+		if at, ok := seen[k]; ok {
+			path = path[at:]
+			break
+		}
+		seen[k] = len(path)
+		path = append(path, k)
+		for _, p := range wk.inFrom[wk.inOff[k]:wk.inOff[k+1]] {
+			if wait[p] > 0 {
+				k = p
+				break
+			}
+		}
+	}
+	// path runs against the edges; print it along them, closing the loop.
+	names := make([]string, 0, len(path)+1)
+	for i := len(path) - 1; i >= 0; i-- {
+		names = append(names, wk.tasks[path[i]].ID)
+	}
+	names = append(names, names[0])
+	return fmt.Errorf("%w: %s", ErrTaskCycle, strings.Join(names, " -> "))
+}
+
+// buildLimits gives every non-empty node and every semaphore a limit and
+// lists each task's limits, node first, then semaphores by name.
+func (wk *walk) buildLimits() error {
+	perNode := wk.w.PerNode
+	if perNode <= 0 {
+		perNode = 1
+	}
+	byName := map[string]int32{}
+	add := func(key string, capacity int) int32 {
+		if l, ok := byName[key]; ok {
+			wk.limits[l].capacity = min(wk.limits[l].capacity, capacity)
+			return l
+		}
+		wk.limits = append(wk.limits, limit{capacity: capacity})
+		byName[key] = int32(len(wk.limits) - 1)
+		return int32(len(wk.limits) - 1)
+	}
+	type sema struct {
+		name  string
+		count int
+	}
+	var semas []sema
+	wk.limOff = make([]int32, len(wk.tasks)+1)
+	for k, t := range wk.tasks {
+		if t.Node != "" {
+			// The prefix keeps node and semaphore names apart.
+			wk.limOf = append(wk.limOf, add("node\x00"+t.Node, perNode))
+		}
+		semas = semas[:0]
+		for _, s := range t.Sema {
+			name, count, ok := parseSema(s)
+			if !ok {
+				return fmt.Errorf("%w: task %q has semaphore %q: want name:count with a count of at least 1", ErrBadSema, t.ID, s)
+			}
+			semas = append(semas, sema{name, count})
+		}
+		slices.SortFunc(semas, func(a, b sema) int { return strings.Compare(a.name, b.name) })
+		for i, s := range semas {
+			if i > 0 && semas[i-1].name == s.name {
+				return fmt.Errorf("%w: task %q names semaphore %q twice", ErrBadSema, t.ID, s.name)
+			}
+			wk.limOf = append(wk.limOf, add("sema\x00"+s.name, s.count))
+		}
+		wk.limOff[k+1] = int32(len(wk.limOf))
+	}
+	return nil
+}
+
+func parseSema(s string) (name string, count int, ok bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	count, err := strconv.Atoi(s[i+1:])
+	if err != nil || count < 1 {
+		return "", 0, false
+	}
+	return s[:i], count, true
+}
+
+// restore applies the recorded states: finished tasks count as finished
+// (already persisted, so their successors need not wait), the others
+// start over as PENDING. Then every task with nothing to wait for is queued
+// for a decision.
+func (wk *walk) restore(initial map[string]State) {
+	wk.left = len(wk.tasks)
+	for k, t := range wk.tasks {
+		if st, ok := initial[t.ID]; ok && st.Status.Finished() {
+			wk.states[k] = st
+			wk.left--
+		} else {
+			wk.states[k].Status = StatusPending
+		}
+	}
+	for k := range wk.tasks {
+		if wk.states[k].Status.Finished() {
+			for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
+				wk.wait[s]--
+			}
+		}
+	}
+	for k := range wk.tasks {
+		if wk.wait[k] == 0 && !wk.states[k].Status.Finished() {
+			wk.decide = append(wk.decide, int32(k))
+		}
+	}
+}
+
+// loop is the scheduler. It returns when every task is finished, or with
+// the Persist error that aborted the walk.
+func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
+	ctxDone := ctx.Done()
+	for {
+		wk.settle()
+		if wk.err != nil {
+			return wk.err
+		}
+		if !wk.stopping {
+			// A stop that came while the scheduler was busy must win over
+			// starting more tasks.
+			select {
+			case <-stop:
+				wk.halt()
+			case <-ctxDone:
+				wk.halt()
+			default:
+				wk.startReady()
+			}
+			if wk.err != nil {
+				return wk.err
+			}
+			if wk.stopping {
+				continue // settle what halting decided
+			}
+		}
+		if wk.running == 0 {
+			if wk.left == 0 {
+				return nil
+			}
+			// Unreachable while the walker is correct: report rather than hang.
+			return fmt.Errorf("orch: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
+		}
+		if wk.stopping {
+			wk.complete(<-wk.done)
+			continue
+		}
+		select {
+		case r := <-wk.done:
+			wk.complete(r)
+		case <-stop:
+			wk.halt()
+		case <-ctxDone:
+			wk.halt()
+		}
+	}
+}
+
+// settle decides every queued task, and the tasks that decisions finish in
+// turn, until none is left or Persist failed.
+func (wk *walk) settle() {
+	for len(wk.decide) > 0 && wk.err == nil {
+		k := wk.decide[len(wk.decide)-1]
+		wk.decide = wk.decide[:len(wk.decide)-1]
+		wk.decideTask(k)
+	}
+}
+
+// decideTask applies the truth table to task k, whose predecessors have all
+// finished: it is skipped, or queued to run.
+func (wk *walk) decideTask(k int32) {
+	if wk.stopping {
+		wk.finish(k, State{Status: StatusSkipped, Reason: ReasonStopped})
+		return
+	}
+	t := wk.tasks[k]
+	off := int(wk.inOff[k])
+	triggered := false
+	for j := range t.In {
+		p := wk.inFrom[off+j]
+		pst := &wk.states[p]
+		if root, failed := pst.FailedRoot(wk.tasks[p].ID); failed && (wk.passes == nil || !wk.passes[off+j]) {
+			wk.finish(k, State{Status: StatusSkipped, Reason: upstreamPrefix + root})
+			return
+		}
+		if e := &t.In[j]; e.React && !triggered {
+			if r, ok := resultOf(pst.Status); ok && e.Event.Matches(r) {
+				triggered = true
+			}
+		}
+	}
+	if t.Reactive && !triggered {
+		wk.finish(k, State{Status: StatusSkipped, Reason: ReasonNotTriggered})
+		return
+	}
+	wk.ready.push(k)
+}
+
+// resultOf is the event source of a finished predecessor; a task that did
+// not run emits nothing.
+func resultOf(s Status) (events.Result, bool) {
+	switch s {
+	case StatusSuccess:
+		return events.ResultChanged, true
+	case StatusNoop:
+		return events.ResultOK, true
+	case StatusError:
+		return events.ResultFailed, true
+	}
+	return 0, false
+}
+
+// startReady starts ready tasks, heaviest first, while Concurrency allows.
+// A task refused by a limit is parked on it, and lighter tasks get their
+// turn.
+func (wk *walk) startReady() {
+	for wk.running < wk.concurrency && len(wk.ready) > 0 {
+		k := wk.ready.pop()
+		lims := wk.limOf[wk.limOff[k]:wk.limOff[k+1]]
+		if l := wk.refusing(lims); l >= 0 {
+			wk.limits[l].parked.push(k)
+			// Task k may have been woken by another of its limits that
+			// still has a free unit; hand that wake-up on, or the tasks
+			// parked there would wait for a release that already happened.
+			for _, l := range lims {
+				if lim := &wk.limits[l]; lim.used < lim.capacity && len(lim.parked) > 0 {
+					wk.ready.push(lim.parked.pop())
+				}
+			}
+			continue
+		}
+		for _, l := range lims {
+			wk.limits[l].used++
+		}
+		wk.states[k] = State{Status: StatusInProgress, Start: wk.now()}
+		if !wk.record(k) {
+			return
+		}
+		wk.running++
+		wk.launch(k)
+	}
+}
+
+// refusing returns the first of lims with no free unit, or -1.
+func (wk *walk) refusing(lims []int32) int32 {
+	for _, l := range lims {
+		if lim := &wk.limits[l]; lim.used >= lim.capacity {
+			return l
+		}
+	}
+	return -1
+}
+
+func (wk *walk) launch(k int32) {
+	t, run, ctx, done := wk.tasks[k], wk.w.Run, wk.runCtx, wk.done
+	go func() {
+		done <- ran{k, runTask(ctx, run, t)}
+	}()
+}
+
+// runTask calls run, turning a panic into the task's error so one broken
+// handler cannot take the walk, and the state it has not persisted, down.
+func runTask(ctx context.Context, run func(context.Context, *Task) Outcome, t *Task) (o Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			o = Outcome{Err: fmt.Errorf("%w: %s: %v", ErrTaskPanicked, t.ID, v), Attempts: 1}
+		}
+	}()
+	return run(ctx, t)
+}
+
+// complete returns a finished task's limits and records its final state.
+func (wk *walk) complete(r ran) {
+	wk.running--
+	for _, l := range wk.limOf[wk.limOff[r.rank]:wk.limOff[r.rank+1]] {
+		lim := &wk.limits[l]
+		lim.used--
+		if len(lim.parked) > 0 {
+			wk.ready.push(lim.parked.pop())
+		}
+	}
+	wk.finish(r.rank, finalState(wk.states[r.rank], r.outcome))
+}
+
+func finalState(st State, o Outcome) State {
+	st.Attempts = max(o.Attempts, 1)
+	switch {
+	case o.Err != nil:
+		st.Status, st.Err = StatusError, o.Err.Error()
+	case o.Changed:
+		st.Status, st.Changed = StatusSuccess, true
+	default:
+		st.Status = StatusNoop
+	}
+	return st
+}
+
+// finish records task k's final state and, once it is persisted, lets its
+// successors stop waiting for it.
+func (wk *walk) finish(k int32, st State) {
+	st.End = wk.now()
+	wk.states[k] = st
+	if !wk.record(k) {
+		return
+	}
+	wk.left--
+	for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
+		if wk.wait[s]--; wk.wait[s] == 0 && !wk.states[s].Status.Finished() {
+			wk.decide = append(wk.decide, s)
+		}
+	}
+}
+
+// record persists task k's current state and reports it; false means
+// Persist failed and the walk is aborting.
+func (wk *walk) record(k int32) bool {
+	id, st := wk.tasks[k].ID, wk.states[k]
+	if wk.w.Persist != nil {
+		if err := wk.w.Persist(id, st); err != nil {
+			wk.err = fmt.Errorf("persist %s of task %q: %w", st.Status, id, err)
+			return false
+		}
+	}
+	if wk.w.Progress != nil {
+		wk.w.Progress(id, st)
+	}
+	return true
+}
+
+// halt stops the walk softly: every task waiting for a start or a limit is
+// skipped, and from now on every decision is a skip (decideTask).
+func (wk *walk) halt() {
+	wk.stopping = true
+	stopped := State{Status: StatusSkipped, Reason: ReasonStopped}
+	for len(wk.ready) > 0 && wk.err == nil {
+		wk.finish(wk.ready.pop(), stopped)
+	}
+	for l := range wk.limits {
+		for len(wk.limits[l].parked) > 0 && wk.err == nil {
+			wk.finish(wk.limits[l].parked.pop(), stopped)
+		}
+	}
+}
+
+// waitRunning waits for the tasks still in Run after an abort, keeping
+// their outcomes in memory only: Persist has already failed.
+func (wk *walk) waitRunning() {
+	for ; wk.running > 0; wk.running-- {
+		r := <-wk.done
+		st := finalState(wk.states[r.rank], r.outcome)
+		st.End = wk.now()
+		wk.states[r.rank] = st
+	}
+}
+
+func (wk *walk) result() map[string]State {
+	out := make(map[string]State, len(wk.tasks))
+	for k, t := range wk.tasks {
+		out[t.ID] = wk.states[k]
+	}
+	return out
+}
+
+// rankHeap is a min-heap of task ranks: the heaviest task on top.
+type rankHeap []int32
+
+func (h *rankHeap) push(k int32) {
+	*h = append(*h, k)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if a[parent] <= a[i] {
+			break
+		}
+		a[parent], a[i] = a[i], a[parent]
+		i = parent
+	}
+}
+
+func (h *rankHeap) pop() int32 {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= len(a) {
+			break
+		}
+		if c+1 < len(a) && a[c+1] < a[c] {
+			c++
+		}
+		if a[i] <= a[c] {
+			break
+		}
+		a[i], a[c] = a[c], a[i]
+		i = c
+	}
+	*h = a
+	return top
+}
