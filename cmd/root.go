@@ -11,9 +11,9 @@ import (
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/cmd/ch"
+	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/events"
 	orchcmd "github.com/solarops/solar/cmd/orch"
-	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/resource"
 )
 

@@ -673,7 +673,7 @@ func (wk *walk) startReady() {
 					wk.ready.push(lim.parked.pop())
 				}
 			}
-			continue
+			break
 		}
 		for _, l := range lims {
 			wk.limits[l].used++

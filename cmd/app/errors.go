@@ -51,7 +51,7 @@ var invalid = []error{
 	resources.ErrConnected, resources.ErrCycle,
 	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
 	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
-	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending,
+	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask,
 	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }
 

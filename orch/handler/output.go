@@ -53,7 +53,7 @@ func (t *tail) text(m *masker) string {
 		b, cut = b[len(b)-tailMax:], true
 	}
 	if cut {
-		skip := m.longest - 1
+		skip := 0
 		if i := bytes.IndexByte(b, '\n'); i >= skip {
 			skip = i + 1
 		}

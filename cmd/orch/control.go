@@ -1,0 +1,160 @@
+package orch
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/store"
+)
+
+// NewCmdReset builds "solar orch reset".
+func NewCmdReset(a *app.App) *cobra.Command {
+	return &cobra.Command{
+		Use:     "reset [UID|last]",
+		Short:   "Set every task of a plan back to PENDING without running it",
+		Long:    "Set every task back to PENDING; nothing runs. Staged entries already committed stay committed.\n" + app.ExitHelp,
+		Example: "  solar orch reset last",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var uid string
+			err := a.Update(func(tx *store.Tx) error {
+				var err error
+				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
+					return err
+				}
+				rec, err := orch.Load(tx, uid)
+				if err != nil {
+					return err
+				}
+				states, err := orch.States(tx, rec)
+				if err != nil {
+					return err
+				}
+				return resetWhere(func(orch.State) bool { return true })(tx, rec, states)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.IO.Out, "plan %s reset: every task is PENDING\n", uid)
+			return nil
+		},
+	}
+}
+
+// NewCmdStop builds "solar orch stop".
+func NewCmdStop(a *app.App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop [UID|last]",
+		Short: "Ask a running plan to stop: running tasks finish, the rest are SKIPPED",
+		Long: `Ask the process running the plan (from another terminal) to stop: tasks already
+running finish, tasks not started end SKIPPED "stopped". "orch resume" continues.` + "\n" + app.ExitHelp,
+		Example: "  solar orch stop last",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var (
+				uid     string
+				pid     int
+				running bool
+			)
+			err := a.Update(func(tx *store.Tx) error {
+				var err error
+				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
+					return err
+				}
+				pid, running, err = orch.RequestStop(tx, uid)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !running {
+				fmt.Fprintf(a.IO.Out, "plan %s is not running\n", uid)
+				return nil
+			}
+			// The runner also looks for the request at its next write; the
+			// signal makes it act at once.
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Signal(syscall.SIGTERM)
+			}
+			fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", pid, uid)
+			return nil
+		},
+	}
+}
+
+// FilterOptions are the inputs of "solar orch filter".
+type FilterOptions struct {
+	App    *app.App
+	Ref    string
+	Starts []string
+	Ends   []string
+}
+
+// NewCmdFilter builds "solar orch filter".
+func NewCmdFilter(a *app.App) *cobra.Command {
+	opts := &FilterOptions{App: a}
+	c := &cobra.Command{
+		Use:   "filter [UID|last] --start TASK... --end TASK...",
+		Short: "Keep only part of a plan; the rest is SKIPPED \"filtered\"",
+		Long: `Keep the pending tasks reachable from the --start tasks and leading to the --end
+tasks (either may be omitted); every other pending task becomes SKIPPED
+"filtered". Tasks are named by id (mariadb.run#0) or action (mariadb.run).` + "\n" + app.ExitHelp,
+		Example: `  solar orch filter last --start keystone.run --end haproxy.run#1
+  solar orch filter last --end mariadb.run`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if len(opts.Starts) == 0 && len(opts.Ends) == 0 {
+				return app.Usagef("give --start or --end tasks")
+			}
+			return filterRun(opts)
+		},
+	}
+	c.Flags().StringSliceVar(&opts.Starts, "start", nil, "tasks to start from")
+	c.Flags().StringSliceVar(&opts.Ends, "end", nil, "tasks to end at")
+	return c
+}
+
+func filterRun(opts *FilterOptions) error {
+	var (
+		uid     string
+		skipped int
+	)
+	err := opts.App.Update(func(tx *store.Tx) error {
+		var err error
+		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
+			return err
+		}
+		rec, err := orch.Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		keep, err := orch.Filter(rec.Plan, opts.Starts, opts.Ends)
+		if err != nil {
+			return err
+		}
+		states, err := orch.States(tx, rec)
+		if err != nil {
+			return err
+		}
+		for _, n := range rec.Plan.Nodes {
+			if !keep[n.ID] && !states[n.ID].Status.Finished() {
+				skipped++
+				if err := orch.PutState(tx, uid, n.ID, orch.State{Status: orch.StatusSkipped, Reason: orch.ReasonFiltered, End: opts.App.Now()}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.App.IO.Out, "plan %s: %d tasks skipped as filtered\n", uid, skipped)
+	return nil
+}

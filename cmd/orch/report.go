@@ -1,0 +1,141 @@
+package orch
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
+)
+
+// ReportOptions are the inputs of "solar orch report".
+type ReportOptions struct {
+	App  *app.App
+	Ref  string
+	JSON bool
+}
+
+// NewCmdReport builds "solar orch report".
+func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{App: a}
+	c := &cobra.Command{
+		Use:   "report [UID|last]",
+		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
+		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time.\n" + app.ExitHelp,
+		Example: `  solar orch report last
+  solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if runF != nil {
+				return runF(opts)
+			}
+			return reportRun(opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return c
+}
+
+type reportTask struct {
+	ID         string  `json:"id"`
+	Status     string  `json:"status"`
+	DurationMS float64 `json:"duration_ms"`
+	Attempts   int     `json:"attempts"`
+	Changed    bool    `json:"changed"`
+	Error      string  `json:"error"`
+	Reason     string  `json:"reason"`
+	Start      string  `json:"start"`
+	End        string  `json:"end"`
+}
+
+type reportView struct {
+	FormatVersion int            `json:"format_version"`
+	UID           string         `json:"uid"`
+	Finished      bool           `json:"finished"`
+	WallMS        float64        `json:"wall_ms"`
+	Totals        map[string]int `json:"totals"`
+	Tasks         []reportTask   `json:"tasks"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func reportRun(opts *ReportOptions) error {
+	rec, states, err := load(opts.App, opts.Ref)
+	if err != nil {
+		return err
+	}
+	v := reportView{FormatVersion: app.FormatVersion, UID: rec.UID, Finished: true, Totals: map[string]int{}, Tasks: []reportTask{}}
+	for _, s := range []orch.Status{orch.StatusPending, orch.StatusInProgress, orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError} {
+		v.Totals[string(s)] = 0
+	}
+	var first, last time.Time
+	for _, n := range rec.Plan.Nodes {
+		st := states[n.ID]
+		t := reportTask{ID: n.ID, Status: string(st.Status), Attempts: st.Attempts, Changed: st.Changed, Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End)}
+		if !st.Start.IsZero() && !st.End.IsZero() {
+			t.DurationMS = float64(st.End.Sub(st.Start).Microseconds()) / 1000
+		}
+		if !st.Start.IsZero() && (first.IsZero() || st.Start.Before(first)) {
+			first = st.Start
+		}
+		if st.End.After(last) {
+			last = st.End
+		}
+		if !st.Status.Finished() {
+			v.Finished = false
+		}
+		v.Totals[t.Status]++
+		v.Tasks = append(v.Tasks, t)
+	}
+	if !first.IsZero() && last.After(first) {
+		v.WallMS = float64(last.Sub(first).Microseconds()) / 1000
+	}
+	w := opts.App.IO.Out
+	if opts.JSON {
+		return app.JSON(w, v)
+	}
+	rows := make([][]string, 0, len(v.Tasks))
+	for _, t := range v.Tasks {
+		dur := ""
+		if t.DurationMS > 0 || t.Start != "" && t.End != "" {
+			dur = (time.Duration(t.DurationMS * float64(time.Millisecond))).Round(time.Millisecond).String()
+		}
+		note := t.Reason
+		if t.Error != "" {
+			note = oneLine(t.Error)
+			if len(note) > 120 {
+				note = "…" + note[len(note)-119:]
+			}
+		}
+		att := ""
+		if t.Attempts > 0 {
+			att = fmt.Sprint(t.Attempts)
+		}
+		rows = append(rows, []string{t.ID, t.Status, dur, att, note})
+	}
+	if err := app.Table(w, []string{"task", "status", "duration", "attempts", "error or reason"}, rows); err != nil {
+		return err
+	}
+	var parts []string
+	for _, s := range []orch.Status{orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError, orch.StatusPending, orch.StatusInProgress} {
+		if n := v.Totals[string(s)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(string(s))))
+		}
+	}
+	state := "finished"
+	if !v.Finished {
+		state = "unfinished"
+	}
+	fmt.Fprintf(w, "\n%d tasks: %s; wall time %s; plan %s %s\n", len(v.Tasks), strings.Join(parts, ", "),
+		time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond), rec.UID, state)
+	return nil
+}

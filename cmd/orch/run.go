@@ -1,0 +1,348 @@
+package orch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/store"
+)
+
+// RunOptions are the inputs of "orch run-once" and its relatives.
+type RunOptions struct {
+	App         *app.App
+	Ref         string
+	Concurrency int
+	PerNode     int
+	// Prepare changes task states before the run (retry, restart).
+	Prepare func(tx *store.Tx, rec *orch.Record, states map[string]orch.State) error
+	Verb    string
+}
+
+func addRunFlags(c *cobra.Command, opts *RunOptions) {
+	c.Flags().IntVar(&opts.Concurrency, "concurrency", 10, "at most N tasks at once")
+	c.Flags().IntVar(&opts.PerNode, "per-node", 1, "at most N tasks at once on one location node")
+}
+
+func checkRunFlags(opts *RunOptions) error {
+	if opts.Concurrency < 1 || opts.PerNode < 1 {
+		return app.Usagef("--concurrency and --per-node must be at least 1")
+	}
+	return nil
+}
+
+// NewCmdRunOnce builds "solar orch run-once".
+func NewCmdRunOnce(a *app.App, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{App: a, Verb: "run"}
+	c := &cobra.Command{
+		Use:   "run-once [UID|last]",
+		Short: "Run a plan: every task whose predecessors finished, in parallel, within limits",
+		Long: `Run the plan (default: last). Tasks start as soon as their predecessors have
+finished and been recorded, highest critical-path weight first, at most
+--concurrency at once, at most --per-node at once on one location node, and
+within the bases' sema semaphores. A task triggered only by react rules runs if
+one of their events happened, else it is SKIPPED "not triggered"; a failure
+skips what depends on it ("upstream failed"), except through failed/any rules.
+Each success commits its staged entry.
+
+Progress goes to stderr, one line per task transition. Ctrl-C once stops
+starting tasks and waits for the running ones; twice kills them. The plan stays
+resumable: run-once (or resume) again finishes it without re-running finished
+tasks. Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
+		Example: `  solar orch run-once last
+  solar orch run-once 20261122-101500-0003 --concurrency 4
+  solar orch run-once last && solar orch report last`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if err := checkRunFlags(opts); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRun(opts)
+		},
+	}
+	addRunFlags(c, opts)
+	return c
+}
+
+// NewCmdResume builds "solar orch resume".
+func NewCmdResume(a *app.App) *cobra.Command {
+	opts := &RunOptions{App: a, Verb: "resume"}
+	c := &cobra.Command{
+		Use:   "resume [UID|last]",
+		Short: "Continue an interrupted or stopped run; finished tasks are not run again",
+		Long:  "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.\n" + app.ExitHelp,
+		Example: `  solar orch resume last`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if err := checkRunFlags(opts); err != nil {
+				return err
+			}
+			opts.Prepare = resetWhere(func(st orch.State) bool {
+				return st.Status == orch.StatusSkipped && st.Reason == orch.ReasonStopped
+			})
+			return runRun(opts)
+		},
+	}
+	addRunFlags(c, opts)
+	return c
+}
+
+// NewCmdRetry builds "solar orch retry".
+func NewCmdRetry(a *app.App) *cobra.Command {
+	opts := &RunOptions{App: a, Verb: "retry"}
+	c := &cobra.Command{
+		Use:   "retry [UID|last]",
+		Short: "Run again the tasks that ended ERROR and those they skipped",
+		Long:  "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure.\n" + app.ExitHelp,
+		Example: `  solar orch retry last`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if err := checkRunFlags(opts); err != nil {
+				return err
+			}
+			opts.Prepare = resetWhere(func(st orch.State) bool {
+				return st.Status == orch.StatusError || (st.Status == orch.StatusSkipped && strings.HasPrefix(st.Reason, orch.ReasonUpstreamFailed)) ||
+					(st.Status == orch.StatusSkipped && st.Reason == orch.ReasonStopped)
+			})
+			return runRun(opts)
+		},
+	}
+	addRunFlags(c, opts)
+	return c
+}
+
+// NewCmdRestart builds "solar orch restart".
+func NewCmdRestart(a *app.App) *cobra.Command {
+	opts := &RunOptions{App: a, Verb: "restart"}
+	c := &cobra.Command{
+		Use:     "restart [UID|last]",
+		Short:   "Run every task of a plan again",
+		Long:    "Set every task back to PENDING and run the plan from the start.\n" + app.ExitHelp,
+		Example: `  solar orch restart last`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = refArg(args)
+			if err := checkRunFlags(opts); err != nil {
+				return err
+			}
+			opts.Prepare = resetWhere(func(orch.State) bool { return true })
+			return runRun(opts)
+		},
+	}
+	addRunFlags(c, opts)
+	return c
+}
+
+// resetWhere returns a Prepare that sets matching tasks back to PENDING.
+func resetWhere(match func(orch.State) bool) func(*store.Tx, *orch.Record, map[string]orch.State) error {
+	return func(tx *store.Tx, rec *orch.Record, states map[string]orch.State) error {
+		for id, st := range states {
+			if st.Status != orch.StatusPending && match(st) {
+				if err := orch.PutState(tx, rec.UID, id, orch.State{Status: orch.StatusPending}); err != nil {
+					return err
+				}
+			}
+		}
+		return orch.SetOpen(tx, rec.UID, true)
+	}
+}
+
+func runRun(opts *RunOptions) error {
+	a := opts.App
+	var uid string
+	err := a.Update(func(tx *store.Tx) error {
+		var err error
+		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
+			return err
+		}
+		if opts.Prepare == nil {
+			return nil
+		}
+		rec, err := orch.Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		states, err := orch.States(tx, rec)
+		if err != nil {
+			return err
+		}
+		return opts.Prepare(tx, rec, states)
+	})
+	if err != nil {
+		return err
+	}
+	path, err := a.StorePath()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				pr.note("stopping: running tasks finish, no new task starts (Ctrl-C again to kill them)")
+				close(stop)
+			} else {
+				pr.note("killing running tasks")
+				cancel()
+				return
+			}
+		}
+	}()
+	r := &orch.Runner{Path: path, UID: uid, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task}
+	pr.start(uid, opts.Verb)
+	rec, states, err := r.Run(ctx, stop)
+	pr.end()
+	if err != nil {
+		return err
+	}
+	pr.summary(rec, states)
+	if n := count(states, orch.StatusError); n > 0 {
+		return &app.FailedError{Msg: fmt.Sprintf("%d tasks failed", n)}
+	}
+	return nil
+}
+
+func count(states map[string]orch.State, s orch.Status) int {
+	n := 0
+	for _, st := range states {
+		if st.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// progress prints task transitions and, on a terminal, a live summary line.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	tty     bool
+	started time.Time
+	running map[string]bool
+	done    int
+	failed  int
+	total   int
+	status  bool // a summary line is on screen
+}
+
+func newProgress(w io.Writer, tty bool, now time.Time) *progress {
+	return &progress{w: w, tty: tty, started: now, running: map[string]bool{}}
+}
+
+func (p *progress) start(uid, verb string) {
+	fmt.Fprintf(p.w, "%s plan %s\n", verb, uid)
+}
+
+func (p *progress) clear() {
+	if p.status {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.status = false
+	}
+}
+
+func (p *progress) note(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	fmt.Fprintln(p.w, msg)
+}
+
+func (p *progress) task(id string, st orch.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	elapsed := time.Since(p.started).Seconds()
+	line := fmt.Sprintf("%7.2fs  %-28s %s", elapsed, id, st.Status)
+	switch st.Status {
+	case orch.StatusInProgress:
+		p.running[id] = true
+	case orch.StatusSkipped:
+		line += "  " + st.Reason
+		p.done++
+	case orch.StatusError:
+		delete(p.running, id)
+		p.done++
+		p.failed++
+		line += fmt.Sprintf("  after %d attempts: %s", st.Attempts, oneLine(st.Err))
+	default:
+		delete(p.running, id)
+		p.done++
+		line += "  " + duration(st)
+		if st.Attempts > 1 {
+			line += fmt.Sprintf(" (%d attempts)", st.Attempts)
+		}
+	}
+	fmt.Fprintln(p.w, line)
+	if p.tty {
+		fmt.Fprintf(p.w, "  %d done, %d running, %d failed, %.1fs", p.done, len(p.running), p.failed, elapsed)
+		p.status = true
+	}
+}
+
+func (p *progress) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+}
+
+func (p *progress) summary(rec *orch.Record, states map[string]orch.State) {
+	fmt.Fprintf(p.w, "plan %s: %s in %.2fs\n", rec.UID, totals(states), time.Since(p.started).Seconds())
+}
+
+func totals(states map[string]orch.State) string {
+	var parts []string
+	for _, s := range []orch.Status{orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError, orch.StatusPending, orch.StatusInProgress} {
+		if n := count(states, s); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(string(s))))
+		}
+	}
+	if len(parts) == 0 {
+		return "no tasks"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func duration(st orch.State) string {
+	if st.Start.IsZero() || st.End.IsZero() {
+		return ""
+	}
+	return st.End.Sub(st.Start).Round(time.Millisecond).String()
+}
+
+// oneLine joins a multi-line error (a stderr tail) for a progress line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ")
+}
+
+// sortedIDs returns the plan's task ids in plan order.
+func sortedIDs(rec *orch.Record) []string {
+	ids := make([]string, len(rec.Plan.Nodes))
+	for i, n := range rec.Plan.Nodes {
+		ids[i] = n.ID
+	}
+	return ids
+}

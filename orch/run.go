@@ -1,0 +1,547 @@
+package orch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+)
+
+// ErrRunning means another live process is running the plan.
+var ErrRunning = errors.New("plan is already being run")
+
+func stopKey(uid string) string { return "stop/" + uid }
+
+// Runner runs one stored plan: "orch run-once", "resume", "retry",
+// "restart" all end here.
+//
+// Guarantees, on top of the Walker's:
+//   - A task's final state, the commit of its staged entry, the outputs it
+//     sent and the refreshes it left are written in one transaction, before
+//     any task that depends on it starts. Tasks whose handler changes
+//     nothing (noop) are the exception: their states are written in batches,
+//     since running one again after a crash is harmless.
+//   - Only one live process runs a plan at a time.
+//   - The store is open only while the run writes or reads it, so other
+//     solar commands can use it between tasks; "orch stop" from another
+//     terminal is seen at the next write.
+type Runner struct {
+	Path        string // the store file
+	UID         string // a resolved plan uid
+	Concurrency int
+	PerNode     int
+	Shell       *handler.Shell
+	// Progress, if set, is told of every task transition, from one
+	// goroutine at a time.
+	Progress func(id string, st State)
+	Now      func() time.Time
+	// Idle is how long the store stays open without use (default 20ms).
+	Idle time.Duration
+}
+
+// taskInfo is what the runner knows about one task before the walk.
+type taskInfo struct {
+	node      planner.Node
+	handler   handler.Handler
+	noop      bool
+	baseDir   string
+	script    string
+	retry     int
+	delay     time.Duration
+	timeout   time.Duration
+	sensitive map[string]bool
+	inputDefs map[string]*resources.InputDef
+	location  string
+	semaList  []string
+	problem   string // why the task cannot run at all
+	reactOut  []planner.Edge
+}
+
+// Run runs the plan until every task is finished, stop is closed (soft:
+// running tasks finish, the rest are SKIPPED "stopped") or ctx is cancelled
+// (hard: running tasks are killed). It returns the final states.
+func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[string]State, error) {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Idle == 0 {
+		r.Idle = 20 * time.Millisecond
+	}
+	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: time.Second}
+	defer sdb.Close()
+
+	var (
+		rec     *Record
+		initial map[string]State
+		infos   map[string]*taskInfo
+	)
+	err := sdb.Update(func(tx *store.Tx) error {
+		var err error
+		if rec, err = Load(tx, r.UID); err != nil {
+			return err
+		}
+		if err := claim(tx, r.UID, r.Now()); err != nil {
+			return err
+		}
+		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
+			return err
+		}
+		if initial, err = States(tx, rec); err != nil {
+			return err
+		}
+		infos, err = r.prepare(tx, rec)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{})}
+	sdb.beforeClose = ex.flushOnClose
+	go ex.watchStop()
+
+	tasks := make([]Task, 0, len(rec.Plan.Nodes))
+	in := map[string][]InEdge{}
+	for _, e := range rec.Plan.Edges {
+		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+	}
+	for _, n := range rec.Plan.Nodes {
+		info := infos[n.ID]
+		var sema []string
+		if info.problem == "" {
+			sema = info.sema()
+		}
+		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID]})
+	}
+	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Progress: r.Progress, Now: r.Now}
+	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
+	ex.closeStop()
+	// Finish: write what is buffered, release the plan, close it if done.
+	err = sdb.Update(func(tx *store.Tx) error {
+		if err := ex.drain(tx); err != nil {
+			return err
+		}
+		if err := tx.Delete(store.Plans, runnerKey(r.UID)); err != nil {
+			return err
+		}
+		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
+			return err
+		}
+		if states == nil {
+			return nil
+		}
+		return SetOpen(tx, r.UID, !allFinished(states))
+	})
+	if walkErr != nil {
+		return rec, states, walkErr
+	}
+	return rec, states, err
+}
+
+func allFinished(states map[string]State) bool {
+	for _, st := range states {
+		if !st.Status.Finished() {
+			return false
+		}
+	}
+	return true
+}
+
+type runnerRecord struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+// claim records this process as the plan's runner, refusing when another
+// live process already is.
+func claim(tx *store.Tx, uid string, now time.Time) error {
+	if raw, err := tx.Get(store.Plans, runnerKey(uid)); err == nil {
+		var rr runnerRecord
+		if json.Unmarshal(raw, &rr) == nil && rr.PID != os.Getpid() && alive(rr.PID) {
+			return fmt.Errorf("%w: plan %s is being run by pid %d since %s; stop it with solar orch stop %s", ErrRunning, uid, rr.PID, rr.Started.Format(time.RFC3339), uid)
+		}
+	}
+	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Started: now.UTC()})
+	if err != nil {
+		return err
+	}
+	return tx.Put(store.Plans, runnerKey(uid), raw)
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc: trust kill(0)
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// RequestStop asks the runner of plan uid to stop softly.
+func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
+	raw, err := tx.Get(store.Plans, runnerKey(uid))
+	if err != nil {
+		return 0, false, nil
+	}
+	var rr runnerRecord
+	if json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
+		return 0, false, nil
+	}
+	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), nil)
+}
+
+func (ti *taskInfo) sema() []string { return ti.semaList }
+
+// prepare looks up every task's resource, base and metaparameters.
+func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error) {
+	cat := resources.NewCatalog(tx)
+	shell := r.Shell
+	if shell == nil {
+		shell = &handler.Shell{}
+	}
+	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
+	for _, n := range rec.Plan.Nodes {
+		info := &taskInfo{node: n}
+		out[n.ID] = info
+		res, err := cat.Get(n.Resource)
+		if err != nil {
+			info.problem = fmt.Sprintf("resource %s no longer exists", n.Resource)
+			continue
+		}
+		script, ok := res.Base.Actions[n.Action]
+		if !ok {
+			info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
+			continue
+		}
+		h, err := handler.ByName(res.Base.Handler, shell)
+		if err != nil {
+			info.problem = err.Error()
+			continue
+		}
+		info.handler, info.noop = h, res.Base.Handler == "noop"
+		info.baseDir, info.script = res.Base.Dir, script
+		m := res.EffectiveMeta()
+		if m.Retry != nil {
+			info.retry = *m.Retry
+		}
+		if m.Delay != nil {
+			info.delay = time.Duration(*m.Delay)
+		}
+		if m.Timeout != nil {
+			info.timeout = time.Duration(*m.Timeout)
+		}
+		info.semaList = m.Sema
+		info.sensitive = map[string]bool{}
+		info.inputDefs = map[string]*resources.InputDef{}
+		for i := range res.Base.Inputs {
+			d := &res.Base.Inputs[i]
+			info.inputDefs[d.Name] = d
+			if d.Sensitive {
+				info.sensitive[d.Name] = true
+			}
+		}
+		eff, err := cat.Effective(n.Resource)
+		if err != nil {
+			return nil, err
+		}
+		if loc, ok := eff[resources.LocationInput].(string); ok {
+			info.location = loc
+		}
+	}
+	for _, e := range rec.Plan.Edges {
+		if e.Kind == planner.EdgeReact {
+			out[e.From].reactOut = append(out[e.From].reactOut, e)
+		}
+	}
+	return out, nil
+}
+
+// execution is the state of one Run.
+type execution struct {
+	r     *Runner
+	sdb   *sharedDB
+	rec   *Record
+	infos map[string]*taskInfo
+
+	mu      sync.Mutex
+	outputs map[string]map[string]any // task id -> outputs of its successful run
+	ran     map[string]map[string]any // task id -> inputs it ran with
+
+	bufMu sync.Mutex
+	buf   []func(*store.Tx) error // lazily written states of side-effect-free tasks
+
+	userStop <-chan struct{}
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+func (ex *execution) closeStop() { ex.stopOnce.Do(func() { close(ex.stopped) }) }
+
+// watchStop turns the caller's stop channel into the walker's.
+func (ex *execution) watchStop() {
+	if ex.userStop == nil {
+		return
+	}
+	select {
+	case <-ex.userStop:
+		ex.closeStop()
+	case <-ex.stopped:
+	}
+}
+
+// run executes one task with its retries, delay and timeout.
+func (ex *execution) run(ctx context.Context, t *Task) Outcome {
+	info := ex.infos[t.ID]
+	if info.problem != "" {
+		return Outcome{Err: errors.New(info.problem), Attempts: 1}
+	}
+	var last error
+	attempts := 0
+	for attempt := 0; attempt <= info.retry; attempt++ {
+		if attempt > 0 && info.delay > 0 {
+			select {
+			case <-ctx.Done():
+				return Outcome{Err: ctx.Err(), Attempts: attempts}
+			case <-time.After(info.delay):
+			}
+		}
+		attempts++
+		var inputs map[string]any
+		err := ex.sdb.View(func(tx *store.Tx) error {
+			eff, err := resources.NewCatalog(tx).Effective(info.node.Resource)
+			if err != nil {
+				return err
+			}
+			inputs = make(map[string]any, len(eff))
+			for k, v := range eff {
+				inputs[k] = v
+			}
+			return nil
+		})
+		if err != nil {
+			return Outcome{Err: err, Attempts: attempts}
+		}
+		res, err := info.handler.Run(ctx, handler.Request{
+			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
+			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
+			Location: info.location, Timeout: info.timeout,
+		})
+		if err == nil {
+			ex.mu.Lock()
+			ex.outputs[t.ID] = res.Outputs
+			ex.ran[t.ID] = inputs
+			ex.mu.Unlock()
+			return Outcome{Changed: res.Changed, Attempts: attempts}
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return Outcome{Err: last, Attempts: attempts}
+}
+
+// persist records a state change. Final states of tasks with side effects
+// are written at once, with everything buffered before them; the rest is
+// buffered.
+func (ex *execution) persist(id string, st State) error {
+	info := ex.infos[id]
+	write := func(tx *store.Tx) error { return ex.apply(tx, id, st) }
+	ex.bufMu.Lock()
+	ex.buf = append(ex.buf, write)
+	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
+	big := len(ex.buf) >= 4096
+	ex.bufMu.Unlock()
+	if lazy && !big {
+		return nil
+	}
+	return ex.flush()
+}
+
+// flush writes every buffered change in one transaction.
+func (ex *execution) flush() error {
+	ex.bufMu.Lock()
+	batch := ex.buf
+	ex.buf = nil
+	ex.bufMu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	return ex.sdb.Update(func(tx *store.Tx) error {
+		for _, w := range batch {
+			if err := w(tx); err != nil {
+				return err
+			}
+		}
+		return ex.checkStop(tx)
+	})
+}
+
+// flushOnClose writes buffered changes before the store closes for idling,
+// so that other commands see the run as it is.
+func (ex *execution) flushOnClose(db *store.DB) {
+	ex.bufMu.Lock()
+	batch := ex.buf
+	ex.buf = nil
+	ex.bufMu.Unlock()
+	_ = db.Update(func(tx *store.Tx) error {
+		for _, w := range batch {
+			if err := w(tx); err != nil {
+				return err
+			}
+		}
+		return ex.checkStop(tx)
+	})
+}
+
+// drain writes what is still buffered, inside tx.
+func (ex *execution) drain(tx *store.Tx) error {
+	ex.bufMu.Lock()
+	batch := ex.buf
+	ex.buf = nil
+	ex.bufMu.Unlock()
+	for _, w := range batch {
+		if err := w(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ex *execution) checkStop(tx *store.Tx) error {
+	if tx.Has(store.Plans, stopKey(ex.rec.UID)) {
+		ex.closeStop()
+	}
+	return nil
+}
+
+// apply writes one state change and, for a task that succeeded, its
+// consequences: outputs sent to the resource (and on to its receivers),
+// the commit of its staged entry, and refreshes for the react subscribers
+// its change triggers.
+func (ex *execution) apply(tx *store.Tx, id string, st State) error {
+	if err := PutState(tx, ex.rec.UID, id, st); err != nil {
+		return err
+	}
+	if st.Status != StatusSuccess && st.Status != StatusNoop {
+		return nil
+	}
+	info := ex.infos[id]
+	n := info.node
+	cat := resources.NewCatalog(tx)
+	stg := staging.New(cat, ex.r.Now)
+	ex.mu.Lock()
+	outs, ran := ex.outputs[id], ex.ran[id]
+	ex.mu.Unlock()
+	if len(outs) > 0 && cat.Exists(n.Resource) {
+		changed, err := ex.sendOutputs(cat, info, outs, ran)
+		if err != nil {
+			return fmt.Errorf("task %s outputs: %w", id, err)
+		}
+		if changed {
+			down, err := cat.Downstream(n.Resource)
+			if err != nil {
+				return err
+			}
+			if _, err := stg.Touch("outputs of "+id, down...); err != nil {
+				return err
+			}
+		}
+	}
+	key := staging.Key(n.Resource, n.Action)
+	commit := n.Staged
+	if !commit {
+		// A triggered task also settles a refresh left for it earlier.
+		if e, err := staging.Get(tx, key); err == nil && strings.HasPrefix(e.Cause, refreshCause) {
+			commit = true
+		}
+	}
+	if commit && tx.Has(store.Staged, key) {
+		if _, err := stg.Commit(key, ex.rec.UID, id, ran); err != nil {
+			return fmt.Errorf("commit %s: %w", key, err)
+		}
+	}
+	if st.Status == StatusSuccess {
+		return ex.leaveRefreshes(tx, stg, info)
+	}
+	return nil
+}
+
+const refreshCause = "refresh"
+
+// leaveRefreshes stages, for every react subscriber this change triggers,
+// a refresh entry. It is committed when the subscriber succeeds; if the
+// subscriber never runs (failure upstream, stop, crash), it stays staged and
+// is in the next plan: nothing is forgotten.
+func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *taskInfo) error {
+	for _, e := range info.reactOut {
+		if !e.Event.Matches(events.ResultChanged) {
+			continue
+		}
+		to := ex.infos[e.To]
+		if to.node.Staged || to.problem != "" {
+			continue
+		}
+		if _, err := stg.StageRefresh(to.node.Resource, to.node.Action, refreshCause+": "+info.node.ID+" changed"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendOutputs writes a task's outputs into its resource's inputs of those
+// names. It reports whether any effective value changed.
+func (ex *execution) sendOutputs(cat *resources.Catalog, info *taskInfo, outs, ran map[string]any) (bool, error) {
+	res, err := cat.Get(info.node.Resource)
+	if err != nil {
+		return false, err
+	}
+	cp := *res
+	cp.Inputs = make(map[string]any, len(res.Inputs))
+	for k, v := range res.Inputs {
+		cp.Inputs[k] = v
+	}
+	changed := false
+	for k, v := range outs {
+		d, ok := info.inputDefs[k]
+		if !ok {
+			continue // not an input: nothing to send
+		}
+		cv, err := d.Schema.Check(v)
+		if err != nil {
+			return false, fmt.Errorf("output %q does not fit input %s (%s)", k, k, d.Schema)
+		}
+		if old, ok := cp.Inputs[k]; !ok || !schema.Equal(old, cv) {
+			changed = true
+		}
+		cp.Inputs[k] = cv
+		if ran != nil {
+			ran[k] = cv
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, cat.Put(&cp)
+}
