@@ -120,9 +120,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	for _, n := range rec.Plan.Nodes {
 		info := infos[n.ID]
-		var sema []string
+		// Two actions of one resource never overlap: a resource is one
+		// thing on one machine, and its scripts assume they run alone.
+		sema := []string{"resource/" + n.Resource + ":1"}
 		if info.problem == "" {
-			sema = info.sema()
+			sema = append(sema, info.semaList...)
 		}
 		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID]})
 	}
@@ -210,8 +212,6 @@ func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
 	}
 	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), nil)
 }
-
-func (ti *taskInfo) sema() []string { return ti.semaList }
 
 // prepare looks up every task's resource, base and metaparameters.
 func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error) {

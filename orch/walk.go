@@ -670,10 +670,10 @@ func (wk *walk) startReady() {
 			// parked there would wait for a release that already happened.
 			for _, l := range lims {
 				if lim := &wk.limits[l]; lim.used < lim.capacity && len(lim.parked) > 0 {
-					wk.ready.push(lim.parked.pop())
+					_ = lim
 				}
 			}
-			break
+			continue
 		}
 		for _, l := range lims {
 			wk.limits[l].used++

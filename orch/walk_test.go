@@ -607,6 +607,32 @@ func TestWalkNoHeadOfLineBlocking(t *testing.T) {
 	}
 }
 
+// TestWalkFreedLimitIsNotLost covers a freed unit whose first claimant
+// cannot use it: when A leaves node n1, T (heavier) is woken but still
+// waits for semaphore s, which S holds; U, also parked on n1, must get n1
+// now rather than after S and T.
+func TestWalkFreedLimitIsNotLost(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		tasks := []Task{
+			{ID: "S", Weight: 20, Sema: []string{"s:1"}},
+			{ID: "A", Weight: 10, Node: "n1"},
+			{ID: "T", Weight: 9, Node: "n1", Sema: []string{"s:1"}},
+			{ID: "U", Weight: 1, Node: "n1"},
+		}
+		h := newWalkHarness(tasks, nil)
+		m := newMeeting(2)
+		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+			if task.ID == "S" || task.ID == "U" {
+				if !m.arrive() {
+					t.Errorf("%s: U did not get node n1 while S held s", task.ID)
+				}
+			}
+			return Outcome{}
+		})
+		h.mustWalk(t, tasks, nil)
+	}
+}
+
 func TestWalkPriority(t *testing.T) {
 	tasks := []Task{
 		{ID: "root", Weight: 100},

@@ -142,7 +142,7 @@ func (b *builder) intern(ref events.Ref) int32 {
 }
 
 func (b *builder) newNode(a int32) int32 {
-	v := b.g.addVertex()
+	v := b.g.open()
 	act := &b.acts[a]
 	b.nodes = append(b.nodes, node{act: a, instance: act.count, entry: none})
 	act.count++
@@ -205,6 +205,7 @@ func (b *builder) expand(entries []Entry) {
 		for len(stack) > 0 {
 			f := &stack[len(stack)-1]
 			if f.pos == f.end {
+				b.g.close(f.node)
 				stack = stack[:len(stack)-1]
 				continue
 			}
@@ -231,8 +232,11 @@ func (b *builder) fire(u, r int32) int32 {
 	src := b.acts[b.nodes[u].act].last
 	v := b.acts[s].last
 	if v == none {
+		// Here src is u: a later instance of u's action was created while
+		// u was being visited, and visited in full, so it fired r already
+		// and v would exist.
 		v = b.newNode(s)
-		b.edge(src, v, r) // v is last in the order: no cycle possible
+		b.edge(u, v, r) // the tree edge into a new node closes no cycle
 		return v
 	}
 	if src != u && b.g.order(src, v) {
@@ -351,12 +355,7 @@ func (b *builder) ruleText(r int32) string {
 // form.
 func (b *builder) plan(entries []Entry) (*Plan, error) {
 	nv := len(b.nodes)
-	// ord is a permutation of 0..nv-1, so inverting it sorts the nodes
-	// topologically in linear time.
-	topo := make([]int32, nv)
-	for v := range b.g.vs {
-		topo[b.g.vs[v].ord] = int32(v)
-	}
+	topo := b.g.topo()
 	for _, e := range b.g.es {
 		if b.g.vs[e.from].ord >= b.g.vs[e.to].ord {
 			return nil, fmt.Errorf("planner bug: edge %s -> %s breaks the topological order: %w", b.id(e.from), b.id(e.to), ErrDependencyCycle)

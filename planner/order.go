@@ -1,20 +1,36 @@
 package planner
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
-// dag is a directed graph over dense int32 vertex ids that keeps a
-// topological order of its vertices up to date while edges are added
-// (Pearce and Kelly, "A dynamic topological sort algorithm for directed
-// acyclic graphs", 2006). It knows nothing of plans: the builder keeps what
-// an edge means in arrays indexed by the edge ids dag hands out.
+// dag is a directed graph over dense int32 vertex ids, built by a
+// depth-first exploration, that keeps a topological order of its explored
+// vertices up to date while edges are added. It answers "would x -> y close
+// a cycle?" without walking the graph in the common case. It knows nothing
+// of plans: the builder keeps what an edge means in arrays indexed by the
+// edge ids dag hands out.
+//
+// A vertex is open from its creation until the exploration leaves it, then
+// closed. The open vertices form the exploration's path: each was created,
+// with a tree edge from the one below it, while that one was the top. The
+// order covers closed vertices only, and gives each vertex, as it closes,
+// a position before every closed vertex so far (reverse postorder, which is
+// topological for the edges a depth-first search finds). Edges that do not
+// follow the exploration, and those added once it is over, are placed with
+// Pearce and Kelly's dynamic topological sort ("A dynamic topological sort
+// algorithm for directed acyclic graphs", 2006), which searches only the
+// vertices positioned between the edge's ends.
 //
 // Adjacency lists are linked lists threaded through the edge array rather
 // than a slice per vertex, so adding vertices and edges allocates nothing
 // beyond the amortized growth of a few flat slices, and each list keeps
 // edges in creation order.
 type dag struct {
-	vs []vertex
-	es []dagEdge
+	vs   []vertex
+	es   []dagEdge
+	next int32 // position of the vertex closed last; positions grow downwards
 
 	// Scratch space for searches, kept between calls so that a search does
 	// not allocate. A vertex is marked when mark equals epoch.
@@ -26,10 +42,7 @@ type dag struct {
 }
 
 type vertex struct {
-	// ord is the vertex's position in the topological order. The values of
-	// all vertices are always exactly 0..len(vs)-1, which lets callers invert
-	// the order without sorting.
-	ord               int32
+	ord               int32 // position in the order; unordered while open
 	firstOut, lastOut int32
 	firstIn, lastIn   int32
 	mark              uint32
@@ -41,14 +54,27 @@ type dagEdge struct {
 	nextOut, nextIn int32
 }
 
-const none int32 = -1
+const (
+	none      int32 = -1
+	unordered int32 = -1
+)
 
-// addVertex adds a vertex placed last in the order, so that edges from
-// existing vertices to it agree with the order for free.
-func (g *dag) addVertex() int32 {
+// open adds a vertex and opens it. The caller adds the tree edge into it
+// from the current top, if any, and explores it next.
+func (g *dag) open() int32 {
+	if len(g.vs) == 0 {
+		g.next = math.MaxInt32
+	}
 	v := int32(len(g.vs))
-	g.vs = append(g.vs, vertex{ord: v, firstOut: none, lastOut: none, firstIn: none, lastIn: none, parent: none})
+	g.vs = append(g.vs, vertex{ord: unordered, firstOut: none, lastOut: none, firstIn: none, lastIn: none, parent: none})
 	return v
+}
+
+// close closes v, the top open vertex. Every vertex it leads to is closed
+// already, and no closed vertex leads to it, so placing it first is right.
+func (g *dag) close(v int32) {
+	g.next--
+	g.vs[v].ord = g.next
 }
 
 // addEdge appends the edge x -> y to both adjacency lists. The caller must
@@ -73,19 +99,30 @@ func (g *dag) addEdge(x, y int32) int32 {
 }
 
 // order reports whether the edge x -> y can be added without closing a
-// cycle and, if it can, reorders vertices so that x comes before y. It does
-// not add the edge.
+// cycle and, if it can, makes room for it in the order. It does not add
+// the edge. x must be the top open vertex, or a closed vertex created while
+// the top was open (so the top leads to it), or any vertex once all are
+// closed. Then:
 //
-// When x is already before y nothing is searched. Otherwise only vertices
-// whose position lies between y's and x's can be affected: those reachable
-// from y (fwd) must move after those reaching x (back), and they take over
-// the same set of positions.
+//   - y open: y is on the exploration's path, so it leads to the top and
+//     through it to x: a cycle.
+//   - x open, y closed: no closed vertex leads to an open one, so no cycle;
+//     x is placed when it closes.
+//   - both closed: when x is already before y nothing is searched.
+//     Otherwise only vertices positioned between y and x can be affected:
+//     those y leads to (fwd) must move after those leading to x (back), and
+//     they take over the same set of positions. Open vertices have no
+//     position and constrain nothing yet.
 func (g *dag) order(x, y int32) bool {
 	lb, ub := g.vs[y].ord, g.vs[x].ord
-	if lb > ub {
+	switch {
+	case lb == unordered:
+		return false
+	case ub == unordered:
 		return true
-	}
-	if x == y {
+	case lb > ub:
+		return true
+	case x == y:
 		return false
 	}
 	g.epoch++
@@ -123,7 +160,7 @@ func (g *dag) order(x, y int32) bool {
 			}
 		}
 	}
-	byOrd := func(a, b int32) int { return int(g.vs[a].ord - g.vs[b].ord) }
+	byOrd := func(a, b int32) int { return int(g.vs[a].ord) - int(g.vs[b].ord) }
 	slices.SortFunc(g.back, byOrd)
 	slices.SortFunc(g.fwd, byOrd)
 	g.pool = g.pool[:0]
@@ -146,11 +183,21 @@ func (g *dag) order(x, y int32) bool {
 	return true
 }
 
+// topo returns all vertices in topological order. All must be closed.
+func (g *dag) topo() []int32 {
+	out := make([]int32, len(g.vs))
+	for v := range g.vs {
+		out[g.vs[v].ord-g.next] = int32(v)
+	}
+	return out
+}
+
 // path returns a shortest path from y to x (both included) that uses only
 // edges accepted by keep (all edges when keep is nil), or nil if there is
-// none. It is meant for the rare edge that order refused, to say which
-// cycle it would have closed: since the order is topological, such a path
-// only visits vertices positioned between y and x, which bounds the search.
+// none. It is meant for the rare edge that order refused once all vertices
+// are closed, to say which cycle it would have closed: since the order is
+// topological, such a path only visits vertices positioned between y and
+// x, which bounds the search.
 func (g *dag) path(y, x int32, keep func(e int32) bool) []int32 {
 	if y == x {
 		return []int32{x}

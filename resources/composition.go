@@ -66,7 +66,9 @@ func IsComposition(path string) bool {
 }
 
 // LoadComposition reads a composition file. Errors name the file and line.
-func LoadComposition(path string) (*Composition, error) {
+// String values in from and input may use ${NAME} for environment
+// variables; an unset variable is an error, never an empty string.
+func LoadComposition(path string, getenv func(string) string) (*Composition, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: composition %s: %v", ErrBase, path, err)
@@ -87,6 +89,9 @@ func LoadComposition(path string) (*Composition, error) {
 		}
 		if e.ID == "" || e.From == "" {
 			return nil, invalidf("%s:%d: each resource needs id and from", path, n.Line)
+		}
+		if err := expandEnv(&e, getenv); err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrInvalid, path, n.Line, err)
 		}
 		from := e.From
 		if !filepath.IsAbs(from) {
@@ -255,4 +260,45 @@ func allRefs(list []any) bool {
 		}
 	}
 	return true
+}
+
+var envRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces ${NAME} in the entry's strings.
+func expandEnv(e *compEntry, getenv func(string) string) error {
+	var missing string
+	expand := func(s string) string {
+		return envRe.ReplaceAllStringFunc(s, func(m string) string {
+			name := m[2 : len(m)-1]
+			v := getenv(name)
+			if v == "" && missing == "" {
+				missing = name
+			}
+			return v
+		})
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return expand(x)
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = walk(x[k])
+			}
+		}
+		return v
+	}
+	e.From = expand(e.From)
+	for k, v := range e.Input {
+		e.Input[k] = walk(v)
+	}
+	if missing != "" {
+		return fmt.Errorf("resource %s uses ${%s}, which is not set in the environment", e.ID, missing)
+	}
+	return nil
 }

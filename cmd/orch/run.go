@@ -82,9 +82,9 @@ tasks. Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
 func NewCmdResume(a *app.App) *cobra.Command {
 	opts := &RunOptions{App: a, Verb: "resume"}
 	c := &cobra.Command{
-		Use:   "resume [UID|last]",
-		Short: "Continue an interrupted or stopped run; finished tasks are not run again",
-		Long:  "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.\n" + app.ExitHelp,
+		Use:     "resume [UID|last]",
+		Short:   "Continue an interrupted or stopped run; finished tasks are not run again",
+		Long:    "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.\n" + app.ExitHelp,
 		Example: `  solar orch resume last`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -106,9 +106,9 @@ func NewCmdResume(a *app.App) *cobra.Command {
 func NewCmdRetry(a *app.App) *cobra.Command {
 	opts := &RunOptions{App: a, Verb: "retry"}
 	c := &cobra.Command{
-		Use:   "retry [UID|last]",
-		Short: "Run again the tasks that ended ERROR and those they skipped",
-		Long:  "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure.\n" + app.ExitHelp,
+		Use:     "retry [UID|last]",
+		Short:   "Run again the tasks that ended ERROR and those they skipped",
+		Long:    "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure.\n" + app.ExitHelp,
 		Example: `  solar orch retry last`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

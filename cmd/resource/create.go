@@ -128,7 +128,7 @@ func stagedNote(ents []*staging.Entry) string {
 }
 
 func createComposition(opts *CreateOptions) error {
-	comp, err := resources.LoadComposition(opts.Base)
+	comp, err := resources.LoadComposition(opts.Base, opts.App.Getenv)
 	if err != nil {
 		return err
 	}

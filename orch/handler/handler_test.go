@@ -845,3 +845,54 @@ func BenchmarkNoop(b *testing.B) {
 		}
 	}
 }
+
+// TestTail feeds a tail through both ways os/exec may use, and checks it
+// keeps exactly the last tailMax bytes with a bounded buffer.
+func TestTail(t *testing.T) {
+	var stream []byte
+	for i := 0; len(stream) < 5*tailMax; i++ {
+		stream = strconv.AppendInt(stream, int64(i), 10)
+		stream = append(stream, ' ')
+	}
+	tests := []struct {
+		name string
+		feed func(*tail, []byte)
+	}{
+		{"Write in small pieces", func(tl *tail, b []byte) {
+			for len(b) > 0 {
+				n := min(len(b), 1000)
+				_, _ = tl.Write(b[:n])
+				b = b[n:]
+			}
+		}},
+		{"Write in one piece", func(tl *tail, b []byte) { _, _ = tl.Write(b) }},
+		{"ReadFrom", func(tl *tail, b []byte) {
+			if n, err := tl.ReadFrom(bytes.NewReader(b)); err != nil || n != int64(len(b)) {
+				t.Fatalf("ReadFrom = %d, %v; want %d, nil", n, err, len(b))
+			}
+		}},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{0, 10, tailMax - 1, tailMax, tailMax + 1, 2*tailMax + 7, len(stream)} {
+			t.Run(tt.name+"/"+strconv.Itoa(size), func(t *testing.T) {
+				var tl tail
+				tt.feed(&tl, stream[:size])
+				kept := tl.buf[max(len(tl.buf)-tailMax, 0):]
+				want := stream[max(size-tailMax, 0):size]
+				if !bytes.Equal(kept, want) {
+					t.Errorf("kept %d bytes ending %q, want %d ending %q", len(kept), kept[max(len(kept)-20, 0):], len(want), want[max(len(want)-20, 0):])
+				}
+				if cap(tl.buf) > 2*tailMax+1000 {
+					t.Errorf("buffer grew to %d bytes", cap(tl.buf))
+				}
+				text := tl.text(&masker{})
+				if size > tailMax && !strings.HasSuffix(string(want), text) {
+					t.Errorf("text is not a suffix of the stream")
+				}
+				if size <= tailMax && text != string(want) {
+					t.Errorf("text dropped bytes of a stream that fits")
+				}
+			})
+		}
+	}
+}

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"io"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -21,7 +22,8 @@ const (
 )
 
 // tail is an io.Writer keeping the last tailMax bytes written to it. It
-// grows to at most twice that, so that dropping old bytes is amortized.
+// holds up to twice that before dropping old bytes, so that the copying
+// is amortized.
 type tail struct {
 	buf []byte
 	cut bool // some bytes were dropped from the front
@@ -43,6 +45,35 @@ func (t *tail) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadFrom reads r into the buffer directly. io.Copy prefers it to Write,
+// which spares each attempt the two 32 KiB copy buffers os/exec would
+// otherwise allocate for stdout and stderr, most of which a quiet script
+// never fills.
+func (t *tail) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for {
+		if len(t.buf) == cap(t.buf) {
+			if cap(t.buf) >= 2*tailMax {
+				t.buf = t.buf[:copy(t.buf, t.buf[len(t.buf)-tailMax:])]
+				t.cut = true
+			} else {
+				grown := make([]byte, len(t.buf), min(max(2*cap(t.buf), 512), 2*tailMax))
+				copy(grown, t.buf)
+				t.buf = grown
+			}
+		}
+		m, err := r.Read(t.buf[len(t.buf):cap(t.buf)])
+		t.buf = t.buf[:len(t.buf)+m]
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 // text returns the kept bytes with secrets masked. When the front was
 // dropped, the cut may have gone through a secret, leaving its end where
 // no mask would match it; so text also drops as many bytes as the longest
@@ -53,7 +84,7 @@ func (t *tail) text(m *masker) string {
 		b, cut = b[len(b)-tailMax:], true
 	}
 	if cut {
-		skip := 0
+		skip := m.longest - 1
 		if i := bytes.IndexByte(b, '\n'); i >= skip {
 			skip = i + 1
 		}

@@ -93,7 +93,7 @@ func (Local) Start(_ context.Context, c Command) (Process, error) {
 	cmd.Env = c.Env
 	cmd.Stdout = c.Stdout
 	cmd.Stderr = c.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: false}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = ioGrace
 	if err := cmd.Start(); err != nil {
 		return nil, err
