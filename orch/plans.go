@@ -40,7 +40,8 @@ type Record struct {
 	Plan      *planner.Plan `json:"plan"`
 }
 
-// stateJSON is the stored form of a task's State.
+// stateJSON is the stored form of a task's State; its fields match
+// State's one for one, so the two convert directly.
 type stateJSON struct {
 	Status   Status    `json:"status"`
 	Reason   string    `json:"reason,omitempty"`
@@ -91,7 +92,7 @@ func Resolve(tx *store.Tx, ref string) (string, error) {
 		if ref != "last" {
 			n, err := strconv.Atoi(strings.TrimPrefix(ref, "last~"))
 			if err != nil || n < 0 {
-				return "", fmt.Errorf("%w %q: write last, last~1, last~2...", ErrUnknownPlan, ref)
+				return "", fmt.Errorf("%w %q: write last, last~1, last~2 and so on", ErrUnknownPlan, ref)
 			}
 			back = n
 		}
@@ -139,7 +140,7 @@ func States(tx *store.Tx, rec *Record) (map[string]State, error) {
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("decode task %s: %w", k, err)
 		}
-		out[strings.TrimPrefix(k, p)] = State{Status: s.Status, Reason: s.Reason, Err: s.Err, Attempts: s.Attempts, Changed: s.Changed, Start: s.Start, End: s.End}
+		out[strings.TrimPrefix(k, p)] = State(s)
 		return nil
 	})
 	return out, err
@@ -147,7 +148,7 @@ func States(tx *store.Tx, rec *Record) (map[string]State, error) {
 
 // PutState records a task's state.
 func PutState(tx *store.Tx, uid, id string, st State) error {
-	raw, err := json.Marshal(stateJSON{Status: st.Status, Reason: st.Reason, Err: st.Err, Attempts: st.Attempts, Changed: st.Changed, Start: st.Start, End: st.End})
+	raw, err := json.Marshal(stateJSON(st))
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if info.problem == "" {
 			sema = append(sema, info.semaList...)
 		}
-		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID]})
+		var earlier []string
+		for i := 0; i < n.Instance; i++ {
+			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
+		}
+		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier})
 	}
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)

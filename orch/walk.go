@@ -98,6 +98,11 @@ type Task struct {
 	// was not staged), so it runs only if one of them is triggered.
 	Reactive bool
 	In       []InEdge
+	// Earlier names earlier instances of the same action in the plan, which
+	// all precede this one. A react edge from this task carries their
+	// events too: an action that ran twice in a plan changed something if
+	// either run did, and its subscribers hang after its last instance.
+	Earlier []string
 }
 
 // State is what is recorded about a task.
@@ -245,19 +250,20 @@ type walk struct {
 	now         func() time.Time
 	concurrency int
 
-	tasks  []*Task  // by rank
-	states []State  // by rank
-	inFrom []int32  // rank of each incoming edge's predecessor, task by task, in Task.In order
-	inOff  []int32  // task k's edges are inFrom[inOff[k]:inOff[k+1]]
-	passes []bool   // per incoming edge: a failure of its predecessor does not skip the task; nil if none does
-	succ   []int32  // successors' ranks, one per edge
-	sucOff []int32  // task k's successors are succ[sucOff[k]:sucOff[k+1]]
-	limOf  []int32  // the limits each task takes: its node's, then its semaphores' in name order
-	limOff []int32  // task k's limits are limOf[limOff[k]:limOff[k+1]]
-	limits []limit  // nodes and semaphores
-	wait   []int32  // per task: edges whose predecessor has not finished and been persisted
-	decide []int32  // tasks whose predecessors have all finished, not yet decided
-	ready  rankHeap // tasks decided to run, not yet started
+	tasks   []*Task   // by rank
+	states  []State   // by rank
+	inFrom  []int32   // rank of each incoming edge's predecessor, task by task, in Task.In order
+	inOff   []int32   // task k's edges are inFrom[inOff[k]:inOff[k+1]]
+	passes  []bool    // per incoming edge: a failure of its predecessor does not skip the task; nil if none does
+	succ    []int32   // successors' ranks, one per edge
+	sucOff  []int32   // task k's successors are succ[sucOff[k]:sucOff[k+1]]
+	limOf   []int32   // the limits each task takes: its node's, then its semaphores' in name order
+	limOff  []int32   // task k's limits are limOf[limOff[k]:limOff[k+1]]
+	limits  []limit   // nodes and semaphores
+	earlier [][]int32 // per task: ranks of its Earlier instances; nil if none
+	wait    []int32   // per task: edges whose predecessor has not finished and been persisted
+	decide  []int32   // tasks whose predecessors have all finished, not yet decided
+	ready   rankHeap  // tasks decided to run, not yet started
 
 	left     int // tasks not finished
 	running  int
@@ -325,6 +331,18 @@ func newWalk(w *Walker, tasks []Task, initial map[string]State) (*walk, error) {
 
 	if err := wk.link(rank); err != nil {
 		return nil, err
+	}
+	for k, t := range wk.tasks {
+		for _, id := range t.Earlier {
+			r, ok := rank[id]
+			if !ok {
+				return nil, fmt.Errorf("%w: task %q names earlier instance %q", ErrUnknownPredecessor, t.ID, id)
+			}
+			if wk.earlier == nil {
+				wk.earlier = make([][]int32, len(wk.tasks))
+			}
+			wk.earlier[k] = append(wk.earlier[k], r)
+		}
 	}
 	if err := wk.checkAcyclic(); err != nil {
 		return nil, err
@@ -630,9 +648,7 @@ func (wk *walk) decideTask(k int32) {
 			return
 		}
 		if e := &t.In[j]; e.React && !triggered {
-			if r, ok := resultOf(pst.Status); ok && e.Event.Matches(r) {
-				triggered = true
-			}
+			triggered = wk.matches(p, e.Event)
 		}
 	}
 	if t.Reactive && !triggered {
@@ -640,6 +656,22 @@ func (wk *walk) decideTask(k int32) {
 		return
 	}
 	wk.ready.push(k)
+}
+
+// matches reports whether the event of a react edge from task p happened:
+// in p's own result or in that of one of p's earlier instances.
+func (wk *walk) matches(p int32, ev events.Event) bool {
+	if r, ok := resultOf(wk.states[p].Status); ok && ev.Matches(r) {
+		return true
+	}
+	if wk.earlier != nil {
+		for _, q := range wk.earlier[p] {
+			if r, ok := resultOf(wk.states[q].Status); ok && ev.Matches(r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resultOf is the event source of a finished predecessor; a task that did
@@ -670,7 +702,7 @@ func (wk *walk) startReady() {
 			// parked there would wait for a release that already happened.
 			for _, l := range lims {
 				if lim := &wk.limits[l]; lim.used < lim.capacity && len(lim.parked) > 0 {
-					_ = lim
+					wk.ready.push(lim.parked.pop())
 				}
 			}
 			continue

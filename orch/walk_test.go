@@ -1168,3 +1168,39 @@ func BenchmarkWalk(b *testing.B) {
 		}
 	}
 }
+
+// A subscriber hangs after an action's last instance; it must still be
+// triggered when an earlier instance changed something and the last one did
+// not (haproxy.run#0 changed, haproxy.run#1 ok: haproxy.reload must run).
+func TestWalkEarlierInstancesTrigger(t *testing.T) {
+	cases := []struct {
+		name      string
+		first     Outcome
+		last      Outcome
+		wantRuns  int32
+		wantState Status
+	}{
+		{"earlier changed, last ok", changed, noop, 1, StatusSuccess},
+		{"earlier ok, last changed", noop, changed, 1, StatusSuccess},
+		{"both ok", noop, noop, 0, StatusSkipped},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tasks := []Task{
+				walkTask("ha#0"),
+				walkTask("gc#0", onEdge("ha#0", events.Changed)),
+				{ID: "ha#1", Reactive: true, In: []InEdge{onEdge("gc#0", events.Any)}, Earlier: []string{"ha#0"}},
+				reactTask("reload#0", onEdge("ha#1", events.Changed)),
+			}
+			h := newWalkHarness(tasks, map[string]Outcome{"ha#0": c.first, "ha#1": c.last})
+			states := h.mustWalk(t, tasks, nil)
+			if n := h.ran("reload#0"); n != c.wantRuns || states["reload#0"].Status != c.wantState {
+				t.Fatalf("reload ran %d times and ended %s, want %d and %s", n, states["reload#0"].Status, c.wantRuns, c.wantState)
+			}
+		})
+	}
+	bad := []Task{{ID: "a", Earlier: []string{"ghost"}}}
+	if _, err := (&Walker{Run: func(context.Context, *Task) Outcome { return noop }}).Walk(context.Background(), bad, nil, nil); !errors.Is(err, ErrUnknownPredecessor) {
+		t.Fatalf("unknown earlier instance: err = %v", err)
+	}
+}

@@ -32,8 +32,9 @@ func Build(in Input) (*Plan, error) {
 // (actions, rules, nodes, edges) so that the hot paths touch flat slices;
 // strings appear only when the plan is written out.
 type builder struct {
-	rules []events.Rule // deduplicated, in input order
+	rules []events.Rule // as given, in input order
 	text  []string      // canonical rule texts, filled when first needed
+	dup   []bool        // the rule repeats an earlier one and is ignored
 
 	acts   []action
 	actIdx map[events.Ref]int32
@@ -70,41 +71,49 @@ type node struct {
 }
 
 func newBuilder(in Input) (*builder, error) {
+	// Capacities are guesses for the usual store, where most actions are
+	// staged and each has a few rules; slices and maps grow past them.
+	guess := len(in.Entries) + len(in.Rules)/4
 	b := &builder{
-		rules:  make([]events.Rule, 0, len(in.Rules)),
-		actIdx: make(map[events.Ref]int32, len(in.Entries)+len(in.Rules)),
+		rules:  in.Rules,
+		text:   make([]string, len(in.Rules)),
+		actIdx: make(map[events.Ref]int32, guess),
+		emit:   make([]int32, len(in.Rules)),
+		sub:    make([]int32, len(in.Rules)),
+		dup:    make([]bool, len(in.Rules)),
+		broke:  make([]bool, len(in.Rules)),
 		pairs:  make(map[uint64]int32, len(in.Rules)),
 	}
-	seen := make(map[events.Rule]struct{}, len(in.Rules))
-	for i, r := range in.Rules {
-		if r.Kind != events.React && r.Kind != events.After {
-			return nil, fmt.Errorf("rule %d (%s -> %s) has unknown kind %d: %w", i, r.Emitter, r.Subscriber, r.Kind, events.ErrBadRule)
-		}
-		if _, dup := seen[r]; dup {
-			continue
-		}
-		seen[r] = struct{}{}
-		b.rules = append(b.rules, r)
-	}
-	b.text = make([]string, len(b.rules))
-	b.emit = make([]int32, len(b.rules))
-	b.sub = make([]int32, len(b.rules))
-	b.broke = make([]bool, len(b.rules))
 	// Entries are interned first so that the common case, an action that is
 	// both staged and named by rules, costs one map entry.
 	for _, e := range in.Entries {
 		b.intern(events.Ref{Resource: e.Resource, Action: e.Action})
 	}
-	for i, r := range b.rules {
+	type ruleKey struct {
+		emit, sub int32
+		kind      events.Kind
+		event     events.Event
+	}
+	seen := make(map[ruleKey]struct{}, len(in.Rules))
+	for i, r := range in.Rules {
+		if r.Kind != events.React && r.Kind != events.After {
+			return nil, fmt.Errorf("rule %d (%s -> %s) has unknown kind %d: %w", i, r.Emitter, r.Subscriber, r.Kind, events.ErrBadRule)
+		}
 		b.emit[i] = b.intern(r.Emitter)
 		b.sub[i] = b.intern(r.Subscriber)
+		k := ruleKey{b.emit[i], b.sub[i], r.Kind, r.Event}
+		if _, dup := seen[k]; dup {
+			b.dup[i] = true
+			continue
+		}
+		seen[k] = struct{}{}
 	}
 
 	// Counting sort of react rules by emitter keeps rule order within each
 	// action and needs no slice per action.
 	b.reactStart = make([]int32, len(b.acts)+1)
-	for i, r := range b.rules {
-		if r.Kind == events.React {
+	for i, r := range in.Rules {
+		if r.Kind == events.React && !b.dup[i] {
 			b.reactStart[b.emit[i]+1]++
 		}
 	}
@@ -114,20 +123,19 @@ func newBuilder(in Input) (*builder, error) {
 	b.reactList = make([]int32, b.reactStart[len(b.acts)])
 	fill := make([]int32, len(b.acts))
 	copy(fill, b.reactStart)
-	for i, r := range b.rules {
-		if r.Kind == events.React {
+	for i, r := range in.Rules {
+		if r.Kind == events.React && !b.dup[i] {
 			a := b.emit[i]
 			b.reactList[fill[a]] = int32(i)
 			fill[a]++
 		}
 	}
 
-	n := len(in.Entries) + len(b.rules)
-	b.nodes = make([]node, 0, n)
-	b.g.vs = make([]vertex, 0, n)
-	b.g.es = make([]dagEdge, 0, len(b.rules))
-	b.edgeRule = make([]int32, 0, len(b.rules))
-	b.nextSame = make([]int32, 0, len(b.rules))
+	b.nodes = make([]node, 0, guess)
+	b.g.vs = make([]vertex, 0, guess)
+	b.g.es = make([]dagEdge, 0, len(in.Rules))
+	b.edgeRule = make([]int32, 0, len(in.Rules))
+	b.nextSame = make([]int32, 0, len(in.Rules))
 	return b, nil
 }
 
@@ -156,7 +164,7 @@ func (b *builder) newNode(a int32) int32 {
 // edge adds x -> y for rule r unless that very edge exists. The caller has
 // made room for it in the order.
 func (b *builder) edge(x, y, r int32) {
-	key := uint64(uint32(x))<<32 | uint64(uint32(y))
+	key := pairKey(x, y)
 	first, ok := b.pairs[key]
 	if ok {
 		for e := first; e != none; e = b.nextSame[e] {
@@ -260,31 +268,71 @@ func (b *builder) fire(u, r int32) int32 {
 
 // addAfterEdges is step 2: dependency rules only order nodes that react
 // expansion put in the plan.
+//
+// Its result is what adding the after-edges one by one in rule order
+// gives, each kept unless it closes a cycle, but it gets there without
+// checking them one by one in the common cases: after rules usually follow
+// the order resources were created and connected in, which tends to run
+// against the order expansion left, so each check would move many nodes.
+// Instead all of them are proposed at once: if together they close no
+// cycle, they all stay. Otherwise an edge between two strongly connected
+// components of the graph with all of them lies on no cycle whatever is
+// kept, so it stays; only the edges inside a component are decided one by
+// one, in rule order.
 func (b *builder) addAfterEdges() error {
+	first := int32(len(b.g.es))
 	for i, r := range b.rules {
-		if r.Kind != events.After {
+		if r.Kind != events.After || b.dup[i] {
 			continue
 		}
 		x, y := b.acts[b.emit[i]].last, b.acts[b.sub[i]].first
 		if x == none || y == none {
 			continue
 		}
-		if _, joined := b.pairs[uint64(uint32(x))<<32|uint64(uint32(y))]; joined {
+		if _, joined := b.pairs[pairKey(x, y)]; joined {
+			continue // a react edge orders them already
+		}
+		b.edge(x, y, int32(i))
+		b.g.es[len(b.g.es)-1].hidden = true
+	}
+	proposed := b.g.es[first:]
+	if len(proposed) == 0 {
+		return nil
+	}
+	if topo, ok := b.g.sort(true); ok {
+		for i := range proposed {
+			proposed[i].hidden = false
+		}
+		b.g.reorder(topo)
+		return nil
+	}
+	comp := b.g.components()
+	for i := range proposed {
+		proposed[i].hidden = comp[proposed[i].from] == comp[proposed[i].to]
+	}
+	topo, _ := b.g.sort(false)
+	b.g.reorder(topo)
+	for i := range proposed {
+		e := &proposed[i]
+		if !e.hidden {
 			continue
 		}
+		x, y, r := e.from, e.to, b.edgeRule[first+int32(i)]
 		if b.g.order(x, y) {
-			b.edge(x, y, int32(i))
+			e.hidden = false
 			continue
 		}
 		if p := b.g.path(y, x, b.isAfter); p != nil {
-			return b.cycleError(int32(i), x, p)
+			return b.cycleError(r, x, p)
 		}
 		b.warnings = append(b.warnings, fmt.Sprintf(
 			"dropped %q: %s -> %s would close the cycle %s, which react rules need",
-			b.ruleText(int32(i)), b.id(x), b.id(y), b.cycleText(x, b.g.path(y, x, nil))))
+			b.ruleText(r), b.id(x), b.id(y), b.cycleText(x, b.g.path(y, x, nil))))
 	}
 	return nil
 }
+
+func pairKey(x, y int32) uint64 { return uint64(uint32(x))<<32 | uint64(uint32(y)) }
 
 func (b *builder) isAfter(e int32) bool {
 	return b.rules[b.edgeRule[e]].Kind == events.After
@@ -308,12 +356,12 @@ func (b *builder) cycleError(r, x int32, p []int32) *CycleError {
 
 // afterRuleText names the rule behind the after-edge x -> y.
 func (b *builder) afterRuleText(x, y int32) string {
-	first, ok := b.pairs[uint64(uint32(x))<<32|uint64(uint32(y))]
+	first, ok := b.pairs[pairKey(x, y)]
 	if !ok {
 		return ""
 	}
 	for e := first; e != none; e = b.nextSame[e] {
-		if b.isAfter(e) {
+		if b.isAfter(e) && !b.g.es[e].hidden {
 			return b.ruleText(b.edgeRule[e])
 		}
 	}
@@ -356,7 +404,12 @@ func (b *builder) ruleText(r int32) string {
 func (b *builder) plan(entries []Entry) (*Plan, error) {
 	nv := len(b.nodes)
 	topo := b.g.topo()
+	kept := 0
 	for _, e := range b.g.es {
+		if e.hidden {
+			continue // a dropped after-edge
+		}
+		kept++
 		if b.g.vs[e.from].ord >= b.g.vs[e.to].ord {
 			return nil, fmt.Errorf("planner bug: edge %s -> %s breaks the topological order: %w", b.id(e.from), b.id(e.to), ErrDependencyCycle)
 		}
@@ -366,7 +419,9 @@ func (b *builder) plan(entries []Entry) (*Plan, error) {
 		v := topo[i]
 		w := int32(0)
 		for e := b.g.vs[v].firstOut; e != none; e = b.g.es[e].nextOut {
-			w = max(w, weight[b.g.es[e].to])
+			if !b.g.es[e].hidden {
+				w = max(w, weight[b.g.es[e].to])
+			}
 		}
 		weight[v] = w + 1
 	}
@@ -400,13 +455,16 @@ func (b *builder) plan(entries []Entry) (*Plan, error) {
 
 	p := &Plan{
 		Nodes:    make([]Node, nv),
-		Edges:    make([]Edge, len(b.g.es)),
+		Edges:    make([]Edge, 0, kept),
 		Warnings: b.warnings,
 	}
 	if p.Warnings == nil {
 		p.Warnings = []string{}
 	}
 	for i, e := range b.g.es {
+		if e.hidden {
+			continue
+		}
 		r := b.edgeRule[i]
 		out := Edge{From: ids[e.from], To: ids[e.to], Kind: EdgeReact, Rule: b.ruleText(r)}
 		if b.rules[r].Kind == events.After {
@@ -414,7 +472,7 @@ func (b *builder) plan(entries []Entry) (*Plan, error) {
 		} else {
 			out.Event = b.rules[r].Event
 		}
-		p.Edges[i] = out
+		p.Edges = append(p.Edges, out)
 	}
 
 	// TriggeredBy lists share one backing array; a stamp per rule drops a

@@ -52,6 +52,9 @@ type vertex struct {
 type dagEdge struct {
 	from, to        int32
 	nextOut, nextIn int32
+	// hidden edges are in the adjacency lists but ignored by order, path
+	// and sort(false): they are proposed and not yet (or never) accepted.
+	hidden bool
 }
 
 const (
@@ -134,6 +137,9 @@ func (g *dag) order(x, y int32) bool {
 		g.stack = g.stack[:len(g.stack)-1]
 		g.fwd = append(g.fwd, n)
 		for e := g.vs[n].firstOut; e != none; e = g.es[e].nextOut {
+			if g.es[e].hidden {
+				continue
+			}
 			w := g.es[e].to
 			if w == x {
 				return false
@@ -153,6 +159,9 @@ func (g *dag) order(x, y int32) bool {
 		g.stack = g.stack[:len(g.stack)-1]
 		g.back = append(g.back, n)
 		for e := g.vs[n].firstIn; e != none; e = g.es[e].nextIn {
+			if g.es[e].hidden {
+				continue
+			}
 			w := g.es[e].from
 			if vw := &g.vs[w]; vw.mark != g.epoch && vw.ord > lb {
 				vw.mark = g.epoch
@@ -192,6 +201,105 @@ func (g *dag) topo() []int32 {
 	return out
 }
 
+// sort computes a topological order from scratch (Kahn's algorithm), over
+// all edges or only the visible ones, and reports false if those edges
+// form a cycle. It makes a batch of edges cheaper to check than order
+// would, one at a time, when they run against the current order.
+func (g *dag) sort(withHidden bool) ([]int32, bool) {
+	indeg := make([]int32, len(g.vs))
+	for _, e := range g.es {
+		if withHidden || !e.hidden {
+			indeg[e.to]++
+		}
+	}
+	out := make([]int32, 0, len(g.vs))
+	for v, d := range indeg {
+		if d == 0 {
+			out = append(out, int32(v))
+		}
+	}
+	for head := 0; head < len(out); head++ {
+		for e := g.vs[out[head]].firstOut; e != none; e = g.es[e].nextOut {
+			if withHidden || !g.es[e].hidden {
+				w := g.es[e].to
+				if indeg[w]--; indeg[w] == 0 {
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out, len(out) == len(g.vs)
+}
+
+// reorder replaces the order by topo, a topological order of all vertices,
+// and closes any that were open.
+func (g *dag) reorder(topo []int32) {
+	g.next = 0
+	for i, v := range topo {
+		g.vs[v].ord = int32(i)
+	}
+}
+
+// components returns the strongly connected component of each vertex over
+// all edges, hidden ones included (Kosaraju's algorithm, iterative since
+// paths can be as long as the graph). An edge between two components lies
+// on no cycle, whatever other edges are kept.
+func (g *dag) components() []int32 {
+	n := len(g.vs)
+	type cursor struct{ v, e int32 }
+	seen := make([]bool, n)
+	post := make([]int32, 0, n)
+	var walk []cursor
+	for s := range int32(n) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		walk = append(walk, cursor{s, g.vs[s].firstOut})
+		for len(walk) > 0 {
+			top := &walk[len(walk)-1]
+			if top.e == none {
+				post = append(post, top.v)
+				walk = walk[:len(walk)-1]
+				continue
+			}
+			w := g.es[top.e].to
+			top.e = g.es[top.e].nextOut
+			if !seen[w] {
+				seen[w] = true
+				walk = append(walk, cursor{w, g.vs[w].firstOut})
+			}
+		}
+	}
+	comp := make([]int32, n)
+	for v := range comp {
+		comp[v] = none
+	}
+	c := int32(0)
+	stack := g.stack[:0]
+	for i := n - 1; i >= 0; i-- {
+		s := post[i]
+		if comp[s] != none {
+			continue
+		}
+		comp[s] = c
+		stack = append(stack, s)
+		for len(stack) > 0 {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for e := g.vs[v].firstIn; e != none; e = g.es[e].nextIn {
+				if w := g.es[e].from; comp[w] == none {
+					comp[w] = c
+					stack = append(stack, w)
+				}
+			}
+		}
+		c++
+	}
+	g.stack = stack[:0]
+	return comp
+}
+
 // path returns a shortest path from y to x (both included) that uses only
 // edges accepted by keep (all edges when keep is nil), or nil if there is
 // none. It is meant for the rare edge that order refused once all vertices
@@ -210,7 +318,7 @@ func (g *dag) path(y, x int32, keep func(e int32) bool) []int32 {
 	for head := 0; head < len(queue); head++ {
 		n := queue[head]
 		for e := g.vs[n].firstOut; e != none; e = g.es[e].nextOut {
-			if keep != nil && !keep(e) {
+			if g.es[e].hidden || keep != nil && !keep(e) {
 				continue
 			}
 			w := g.es[e].to

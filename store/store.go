@@ -270,8 +270,8 @@ func (t *Tx) Last(bucket, prefix string) (string, []byte, error) {
 	p := []byte(prefix)
 	// Seek just past the prefix range, then step back.
 	end := append(bytes.Clone(p), 0xff)
-	k, v := c.Seek(end)
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

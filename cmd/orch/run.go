@@ -245,7 +245,6 @@ type progress struct {
 	running map[string]bool
 	done    int
 	failed  int
-	total   int
 	status  bool // a summary line is on screen
 }
 
@@ -336,13 +335,4 @@ func duration(st orch.State) string {
 // oneLine joins a multi-line error (a stderr tail) for a progress line.
 func oneLine(s string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ")
-}
-
-// sortedIDs returns the plan's task ids in plan order.
-func sortedIDs(rec *orch.Record) []string {
-	ids := make([]string, len(rec.Plan.Nodes))
-	for i, n := range rec.Plan.Nodes {
-		ids[i] = n.ID
-	}
-	return ids
 }

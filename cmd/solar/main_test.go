@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -59,7 +63,150 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("exit status %d, want %d", got, want)
 				}
 			},
+			"waitfile":   cmdWaitfile,
+			"countlines": cmdCountlines,
+			"nosecret":   cmdNosecret,
+			"nooverlap":  cmdNooverlap,
 		},
 		RequireExplicitExec: true,
 	})
+}
+
+// cmdWaitfile is "waitfile PATH [TIMEOUT]": poll until PATH exists, failing
+// after TIMEOUT (default 10s). Scripts use it to act while a background run
+// is at a known point, instead of sleeping for a guessed time.
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile PATH [TIMEOUT]")
+	}
+	timeout := 10 * time.Second
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		if err != nil {
+			ts.Fatalf("waitfile: bad timeout %q", args[1])
+		}
+		timeout = d
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s does not exist after %s", args[0], timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdCountlines is "countlines PATH REGEX MIN [MAX]": the number of lines of
+// PATH matching REGEX is between MIN and MAX (MAX defaults to MIN). A
+// missing file has no lines. The bases' actions.log files make it a count
+// of how often an action ran.
+func cmdCountlines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: countlines PATH REGEX MIN [MAX]")
+	}
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("countlines: %v", err)
+	}
+	lo, err := strconv.Atoi(args[2])
+	if err != nil {
+		ts.Fatalf("countlines: bad MIN %q", args[2])
+	}
+	hi := lo
+	if len(args) == 4 {
+		if hi, err = strconv.Atoi(args[3]); err != nil {
+			ts.Fatalf("countlines: bad MAX %q", args[3])
+		}
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		ts.Fatalf("countlines: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" && re.MatchString(line) {
+			n++
+		}
+	}
+	if n < lo || n > hi {
+		ts.Fatalf("countlines: %d lines of %s match %q, want %d to %d", n, args[0], args[1], lo, hi)
+	}
+}
+
+// cmdNosecret is "nosecret FILE": the content of FILE (a secret that only
+// a file on disk should hold, without its final newline) appears neither in
+// the last command's stdout nor in its stderr.
+func cmdNosecret(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: nosecret FILE")
+	}
+	secret := strings.TrimSuffix(ts.ReadFile(args[0]), "\n")
+	if len(secret) < 4 {
+		ts.Fatalf("nosecret: %s holds %d bytes: too short to be a secret worth looking for", args[0], len(secret))
+	}
+	for _, stream := range []string{"stdout", "stderr"} {
+		if strings.Contains(ts.ReadFile(stream), secret) {
+			ts.Fatalf("nosecret: the content of %s appears in %s", args[0], stream)
+		}
+	}
+}
+
+// cmdNooverlap is "nooverlap REGEX": in the last stdout, which must be the
+// output of "orch report --json", no two tasks whose id matches REGEX ran
+// at the same time. "! nooverlap REGEX" asserts that some two did, which
+// shows that a limit was what kept them apart.
+func cmdNooverlap(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: nooverlap REGEX")
+	}
+	re, err := regexp.Compile(args[0])
+	if err != nil {
+		ts.Fatalf("nooverlap: %v", err)
+	}
+	var report struct {
+		Tasks []struct {
+			ID    string    `json:"id"`
+			Start time.Time `json:"start"`
+			End   time.Time `json:"end"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &report); err != nil {
+		ts.Fatalf("nooverlap: stdout is not a report: %v", err)
+	}
+	type span struct {
+		id         string
+		start, end time.Time
+	}
+	var spans []span
+	for _, t := range report.Tasks {
+		if !re.MatchString(t.ID) {
+			continue
+		}
+		if t.Start.IsZero() || t.End.IsZero() {
+			ts.Fatalf("nooverlap: task %s has no start or end: did it run?", t.ID)
+		}
+		spans = append(spans, span{t.ID, t.Start, t.End})
+	}
+	if len(spans) < 2 {
+		ts.Fatalf("nooverlap: %d tasks match %q, want at least 2", len(spans), args[0])
+	}
+	var overlap string
+	for i := range spans {
+		for j := i + 1; j < len(spans) && overlap == ""; j++ {
+			a, b := spans[i], spans[j]
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				overlap = a.id + " and " + b.id
+			}
+		}
+	}
+	switch {
+	case overlap != "" && !neg:
+		ts.Fatalf("nooverlap: %s ran at the same time", overlap)
+	case overlap == "" && neg:
+		ts.Fatalf("nooverlap: no two tasks matching %q ran at the same time", args[0])
+	}
 }

@@ -256,6 +256,35 @@ if [ -e "$SOLAR_RESULT" ]; then echo present; else echo absent; fi >result.state
 	})
 }
 
+func TestDefaultTempDir(t *testing.T) {
+	runtime, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	tests := []struct {
+		name, xdg, want string
+	}{
+		{"XDG_RUNTIME_DIR when set", runtime, runtime},
+		{"TMPDIR without XDG_RUNTIME_DIR", "", tmp},
+		{"TMPDIR when XDG_RUNTIME_DIR is gone", filepath.Join(runtime, "gone"), tmp},
+		{"TMPDIR when XDG_RUNTIME_DIR is relative", "run", tmp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", tt.xdg)
+			req := newRequest(t, `printf %s "$SOLAR_INPUTS" >inputs.path`)
+			if _, err := (&Shell{}).Run(context.Background(), req); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			inputs := readFile(t, filepath.Join(req.BaseDir, "inputs.path"))
+			if got := filepath.Dir(filepath.Dir(inputs)); got != tt.want {
+				t.Errorf("private dir made in %s, want %s", got, tt.want)
+			}
+			if _, err := os.Stat(filepath.Dir(inputs)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("private dir %s not removed", filepath.Dir(inputs))
+			}
+		})
+	}
+}
+
 func TestResultFile(t *testing.T) {
 	str := func(s string) *string { return &s }
 	tests := []struct {
@@ -823,16 +852,24 @@ func BenchmarkShell(b *testing.B) {
 			}
 		}
 	})
-	b.Run("shell", func(b *testing.B) {
-		sh := &Shell{TempDir: b.TempDir()}
-		req := Request{Resource: "r", Action: "run", Task: "r.run#0", BaseDir: dir, Script: "true.sh",
-			Inputs: inputs, Sensitive: map[string]bool{"password": true}, Timeout: time.Minute}
-		for b.Loop() {
-			if _, err := sh.Run(context.Background(), req); err != nil {
-				b.Fatal(err)
+	// Where the private dirs live matters more than anything the handler
+	// does: a disk-backed /tmp costs several file system round trips.
+	tmps := []struct{ name, dir string }{{"tmp=disk", b.TempDir()}}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		tmps = append(tmps, struct{ name, dir string }{"tmp=tmpfs", "/dev/shm"})
+	}
+	for _, tmp := range tmps {
+		b.Run("shell/"+tmp.name, func(b *testing.B) {
+			sh := &Shell{TempDir: tmp.dir}
+			req := Request{Resource: "r", Action: "run", Task: "r.run#0", BaseDir: dir, Script: "true.sh",
+				Inputs: inputs, Sensitive: map[string]bool{"password": true}, Timeout: time.Minute}
+			for b.Loop() {
+				if _, err := sh.Run(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 func BenchmarkNoop(b *testing.B) {

@@ -17,7 +17,8 @@ type Shell struct {
 	// Transport reaches the machine of Request.Location; nil is Local.
 	Transport Transport
 	// TempDir is where each attempt's private directory is made; "" is
-	// the host's temp dir.
+	// the host's choice (for Local: $XDG_RUNTIME_DIR when set, else
+	// os.TempDir()).
 	TempDir string
 	// KillGrace is how long a stopped script's process group has between
 	// SIGTERM and SIGKILL; 0 is DefaultKillGrace, a negative value sends
@@ -100,18 +101,16 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, startFailed(req, err)
 	}
-	exit, waitErr, stopped := s.wait(attempt, proc)
+	exit, stopped, waitErr := s.wait(attempt, proc)
 
 	// The result file is read whatever happened: on failure too, its
 	// secret outputs must be masked in what the script printed.
-	raw, readErr := host.ReadFile(context.WithoutCancel(ctx), resultPath, resultLimit)
-	var changed bool
-	var outputs map[string]any
-	parseErr := readErr
-	if readErr == nil {
-		changed, outputs, parseErr = parseResult(raw)
-	} else if errors.Is(readErr, fs.ErrNotExist) {
-		changed, parseErr = true, nil
+	changed, outputs, resultErr := true, map[string]any(nil), error(nil)
+	switch raw, err := host.ReadFile(context.WithoutCancel(ctx), resultPath, resultLimit); {
+	case err == nil:
+		changed, outputs, resultErr = parseResult(raw)
+	case !errors.Is(err, fs.ErrNotExist):
+		resultErr = fmt.Errorf("cannot read the result file: %w", err)
 	}
 	m := secrets(req, outputs)
 	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m)}
@@ -127,8 +126,8 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		return res, failed(-1, "killed by "+exit.Signal, res.Stderr)
 	case exit.Code != 0:
 		return res, failed(exit.Code, "exit status "+strconv.Itoa(exit.Code), res.Stderr)
-	case parseErr != nil:
-		return res, &Error{Kind: ErrBadResult, ExitCode: 0, Msg: m.apply(parseErr.Error())}
+	case resultErr != nil:
+		return res, &Error{Kind: ErrBadResult, ExitCode: 0, Msg: m.apply(resultErr.Error())}
 	}
 	res.Changed, res.Outputs = changed, outputs
 	return res, nil
@@ -136,10 +135,10 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 
 // wait waits for the script, stopping its process group when ctx is done
 // first; stopped reports that it did.
-func (s *Shell) wait(ctx context.Context, proc Process) (exit Exit, err error, stopped bool) {
+func (s *Shell) wait(ctx context.Context, proc Process) (exit Exit, stopped bool, err error) {
 	if ctx.Done() == nil {
 		exit, err = proc.Wait()
-		return exit, err, false
+		return exit, false, err
 	}
 	type waited struct {
 		exit Exit
@@ -152,13 +151,13 @@ func (s *Shell) wait(ctx context.Context, proc Process) (exit Exit, err error, s
 	}()
 	select {
 	case w := <-done:
-		return w.exit, w.err, false
+		return w.exit, false, w.err
 	case <-ctx.Done():
 	}
 	select {
 	case w := <-done:
 		// It finished as time ran out: what it did stands.
-		return w.exit, w.err, false
+		return w.exit, false, w.err
 	default:
 	}
 	grace := s.KillGrace
@@ -167,7 +166,7 @@ func (s *Shell) wait(ctx context.Context, proc Process) (exit Exit, err error, s
 	}
 	stopErr := proc.Stop(grace)
 	w := <-done
-	return w.exit, errors.Join(w.err, stopErr), true
+	return w.exit, true, errors.Join(w.err, stopErr)
 }
 
 // checkRequest refuses requests that cannot mean what they say.
