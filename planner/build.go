@@ -310,7 +310,10 @@ func (b *builder) addAfterEdges() error {
 	for i := range proposed {
 		proposed[i].hidden = comp[proposed[i].from] == comp[proposed[i].to]
 	}
-	topo, _ := b.g.sort(false)
+	topo, ok := b.g.sort(false)
+	if !ok {
+		return fmt.Errorf("planner bug: edges between components of the plan form a cycle: %w", ErrDependencyCycle)
+	}
 	b.g.reorder(topo)
 	for i := range proposed {
 		e := &proposed[i]

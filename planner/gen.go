@@ -10,7 +10,7 @@ import (
 
 // GenShapes names the shapes GenInput knows, for benchmarks that range over
 // them.
-var GenShapes = []string{"chain", "fanout", "layered"}
+var GenShapes = []string{"chain", "fanout", "layered", "connect"}
 
 // GenInput makes a synthetic Input of n resources r0..r<n-1>, each with one
 // staged "run" entry (in index order) and about three rules, in the shapes
@@ -20,8 +20,11 @@ var GenShapes = []string{"chain", "fanout", "layered"}
 //     run before r<i+3> (after);
 //   - fanout: r0 triggers every middle resource, each of which triggers the
 //     sink r<n-1> on changed and on failed;
-//   - layered: layers of 100 resources, each triggering three distinct resources
-//     of the next layer, chosen by a fixed-seed random source.
+//   - layered: layers of 100 resources, each triggering three distinct
+//     resources of the next layer, chosen by a fixed-seed random source;
+//   - connect: r<i> connected to r<i+1> with the default rules of
+//     "solar connect" (after-rules on run, update and remove), so that
+//     only order, no reaction, links the staged entries.
 //
 // The result depends only on shape and n. It panics on an unknown shape or
 // n < 3, which are programming errors in a benchmark.
@@ -80,6 +83,14 @@ func GenInput(shape string, n int) Input {
 				on(i, s, events.Changed)
 				k++
 			}
+		}
+	case "connect":
+		for i := range n - 1 {
+			r, next := refs[i], refs[i+1]
+			in.Rules = append(in.Rules,
+				events.Rule{Kind: events.After, Emitter: r, Subscriber: next},
+				events.Rule{Kind: events.After, Emitter: events.Ref{Resource: r.Resource, Action: "update"}, Subscriber: events.Ref{Resource: next.Resource, Action: "update"}},
+				events.Rule{Kind: events.After, Emitter: events.Ref{Resource: next.Resource, Action: "remove"}, Subscriber: events.Ref{Resource: r.Resource, Action: "remove"}})
 		}
 	default:
 		panic(fmt.Sprintf("planner.GenInput: unknown shape %q (want one of %v)", shape, GenShapes))

@@ -107,14 +107,18 @@ func (Local) Start(_ context.Context, c Command) (Process, error) {
 // enter, so secrets in the inputs file never reach a disk, and the files of
 // an attempt cost a fraction of what they cost on a disk-backed /tmp (see
 // BenchmarkShell). Where that dir is unusable (a session's dir after su),
-// os.TempDir() serves.
+// An explicit $TMPDIR comes next, then /dev/shm (the tmpfs every Linux has;
+// the attempt's dir in it is still 0700), then os.TempDir().
 func (Local) MkdirTemp(_ context.Context, parent string) (string, error) {
 	if parent != "" {
 		return os.MkdirTemp(parent, "solar-")
 	}
-	if run := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(run) {
-		if dir, err := os.MkdirTemp(run, "solar-"); err == nil {
-			return dir, nil
+	candidates := []string{os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("TMPDIR"), "/dev/shm"}
+	for _, fast := range candidates {
+		if filepath.IsAbs(fast) {
+			if dir, err := os.MkdirTemp(fast, "solar-"); err == nil {
+				return dir, nil
+			}
 		}
 	}
 	return os.MkdirTemp("", "solar-")

@@ -1,0 +1,138 @@
+package orch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+)
+
+// benchStore makes a store holding n resources from base (each with a
+// staged run entry) and a plan of the given shape over them; it returns the
+// store path and the plan uid.
+func benchStore(b *testing.B, shape string, n int, baseDir string, values map[string]any) (string, string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "solar.db")
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	base, err := resources.LoadBase(baseDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := planner.GenInput(shape, n)
+	var uid string
+	err = db.Update(func(tx *store.Tx) error {
+		cat := resources.NewCatalog(tx)
+		st := staging.New(cat, nil)
+		for _, e := range in.Entries {
+			if _, err := cat.Create(resources.CreateSpec{Name: e.Resource, Base: base, Values: resources.Values{Raw: values}}, false); err != nil {
+				return err
+			}
+			if _, err := st.Touch("create", e.Resource); err != nil {
+				return err
+			}
+		}
+		p, err := planner.Build(in)
+		if err != nil {
+			return err
+		}
+		if uid, err = NewUID(tx, time.Now()); err != nil {
+			return err
+		}
+		return Save(tx, &Record{UID: uid, Plan: p})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, uid
+}
+
+func runBench(b *testing.B, path, uid string) map[string]State {
+	b.Helper()
+	r := &Runner{Path: path, UID: uid, Concurrency: 10, PerNode: 1}
+	_, states, err := r.Run(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for id, st := range states {
+		if st.Status != StatusSuccess && st.Status != StatusNoop && st.Status != StatusSkipped {
+			b.Fatalf("task %s ended %s: %s", id, st.Status, st.Err)
+		}
+	}
+	return states
+}
+
+// BenchmarkRunOnceNoop measures the executor's own overhead (SPEC section
+// 10: 10,000 noop-handler tasks under 2 s): walk, persistence and the
+// commit of every staged entry, through a real store.
+func BenchmarkRunOnceNoop(b *testing.B) {
+	for _, shape := range planner.GenShapes {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/n=%d", shape, n), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					path, uid := benchStore(b, shape, n, "../testdata/resources/noop", nil)
+					b.StartTimer()
+					runBench(b, path, uid)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkShellChain compares a chain of shell tasks, each persisted and
+// committed, with running the same script as many times in a plain loop
+// (SPEC section 10: within 1.5x). The ratio is reported as x-loop.
+func BenchmarkShellChain(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			script, err := filepath.Abs("testdata/benchbase/actions/run.sh")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var solar, loop time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				work := b.TempDir()
+				path, uid := benchStore(b, "chain", n, "testdata/benchbase", map[string]any{"dir": work})
+				b.StartTimer()
+				start := time.Now()
+				runBench(b, path, uid)
+				solar += time.Since(start)
+				b.StopTimer()
+				loop += plainLoop(b, script, work, n)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(solar.Nanoseconds())/float64(b.N)/1e6, "solar-ms")
+			b.ReportMetric(float64(loop.Nanoseconds())/float64(b.N)/1e6, "loop-ms")
+			b.ReportMetric(float64(solar)/float64(loop), "x-loop")
+		})
+	}
+}
+
+// plainLoop runs the script n times one after the other, as a shell loop
+// would, with the same kind of environment.
+func plainLoop(b *testing.B, script, work string, n int) time.Duration {
+	env := append(os.Environ(), "SOLAR_INPUT_DIR="+work)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		cmd := exec.Command("/bin/sh", script)
+		cmd.Env = append(env, fmt.Sprintf("SOLAR_TASK=loop#%d", i))
+		cmd.Dir = filepath.Dir(filepath.Dir(script))
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
