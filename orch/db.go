@@ -10,8 +10,9 @@ import (
 // sharedDB opens the store only while the run needs it, so that other solar
 // commands (report, stop) get in while tasks run. It stays open through a
 // burst of writes and closes after Idle without use; while a burst lasts
-// longer than Yield it still closes for a moment, since a waiting process
-// polls the file lock and would otherwise wait for the whole run.
+// longer than yield and another process waits for the file (store.Waiting),
+// it still closes for a moment, since that process polls the file lock and
+// would otherwise wait for the whole run.
 type sharedDB struct {
 	path     string
 	lockWait time.Duration
@@ -35,8 +36,8 @@ func (s *sharedDB) acquire() (*store.DB, error) {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield {
-		// Let a waiting process in: bbolt's lock wait polls every 50ms.
+	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield && store.Waiting(s.path) {
+		// Let the waiting process in: bbolt's lock wait polls every 50ms.
 		s.closeLocked()
 		time.Sleep(60 * time.Millisecond)
 	}

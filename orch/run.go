@@ -81,7 +81,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	if r.Idle == 0 {
 		r.Idle = 20 * time.Millisecond
 	}
-	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: time.Second}
+	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	defer sdb.Close()
 
 	var (

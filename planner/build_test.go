@@ -272,6 +272,30 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name:    "a long cycle is shortened in the warning",
+			entries: staged("n0.run"),
+			rules: []string{
+				"on n0.run changed n1.run", "on n1.run changed n2.run", "on n2.run changed n3.run",
+				"on n3.run changed n4.run", "on n4.run changed n5.run", "on n5.run changed n6.run",
+				"on n6.run changed n7.run", "on n7.run changed n8.run", "on n8.run changed n9.run",
+				"after n9.run n0.run",
+			},
+			nodes: []string{
+				"n0.run#0", "n1.run#0", "n2.run#0", "n3.run#0", "n4.run#0",
+				"n5.run#0", "n6.run#0", "n7.run#0", "n8.run#0", "n9.run#0",
+			},
+			edges: []string{
+				"n0.run#0 -> n1.run#0 (changed)", "n1.run#0 -> n2.run#0 (changed)", "n2.run#0 -> n3.run#0 (changed)",
+				"n3.run#0 -> n4.run#0 (changed)", "n4.run#0 -> n5.run#0 (changed)", "n5.run#0 -> n6.run#0 (changed)",
+				"n6.run#0 -> n7.run#0 (changed)", "n7.run#0 -> n8.run#0 (changed)", "n8.run#0 -> n9.run#0 (changed)",
+			},
+			warnings: []string{
+				`dropped "after n9.run n0.run": n9.run#0 -> n0.run#0 would close the cycle ` +
+					`n9.run#0 -> n0.run#0 -> n1.run#0 -> n2.run#0 -> n3.run#0 -> ... (2 more) -> ` +
+					`n6.run#0 -> n7.run#0 -> n8.run#0 -> n9.run#0, which react rules need`,
+			},
+		},
+		{
 			name:    "after rule between nodes already joined adds no edge",
 			entries: staged("a.run"),
 			rules:   []string{"on a.run changed b.run", "after a.run b.run"},

@@ -63,6 +63,10 @@ type Entry struct {
 	// AffectedBy lists the resources whose changes made this entry (for
 	// affected children, which carry no tags of their own).
 	AffectedBy []string `json:"affected_by,omitempty"`
+	// Explicit marks an action the operator staged by hand (solar ch stage
+	// -a): it stays staged even when the diff goes back to empty, since
+	// the operator asked for the action itself, not for a change.
+	Explicit bool `json:"explicit,omitempty"`
 }
 
 // Custom reports whether the entry is for an action other than run, update
@@ -80,10 +84,18 @@ func Key(resource, action string) string { return resource + "." + action }
 
 func tagKey(k, v, entry string) string { return k + "=" + v + "\x00" + entry }
 
+func noEntry(key string) error {
+	return fmt.Errorf("%w: %q (see solar ch stage)", ErrNoEntry, key)
+}
+
+// getEntry reads a stored entry; a missing one is nil without error.
 func getEntry(tx *store.Tx, key string) (*Entry, error) {
 	raw, err := tx.Get(store.Staged, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q (see solar ch stage)", ErrNoEntry, key)
+		return nil, fmt.Errorf("read staged entry %s: %w", key, err)
 	}
 	var e Entry
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -92,43 +104,13 @@ func getEntry(tx *store.Tx, key string) (*Entry, error) {
 	return &e, nil
 }
 
-// Get returns the staged entry with key.
-func Get(tx *store.Tx, key string) (*Entry, error) { return getEntry(tx, key) }
-
-func putEntry(tx *store.Tx, e *Entry) error {
-	if old, err := getEntry(tx, e.Key); err == nil {
-		for k, v := range old.Tags {
-			if err := tx.Delete(store.StagedTags, tagKey(k, v, e.Key)); err != nil {
-				return err
-			}
-		}
+// Get returns the staged entry with key, or an error wrapping ErrNoEntry.
+func Get(tx *store.Tx, key string) (*Entry, error) {
+	e, err := getEntry(tx, key)
+	if err == nil && e == nil {
+		err = noEntry(key)
 	}
-	raw, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	if err := tx.Put(store.Staged, e.Key, raw); err != nil {
-		return err
-	}
-	for k, v := range e.Tags {
-		if err := tx.Put(store.StagedTags, tagKey(k, v, e.Key), nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func deleteEntry(tx *store.Tx, key string) error {
-	old, err := getEntry(tx, key)
-	if err != nil {
-		return nil
-	}
-	for k, v := range old.Tags {
-		if err := tx.Delete(store.StagedTags, tagKey(k, v, key)); err != nil {
-			return err
-		}
-	}
-	return tx.Delete(store.Staged, key)
+	return e, err
 }
 
 // List returns every staged entry in staging order.
@@ -182,9 +164,9 @@ func Select(tx *store.Tx, expr *tags.Expr) ([]*Entry, error) {
 			return nil, err
 		}
 		for _, k := range keys {
-			e, err := getEntry(tx, k)
+			e, err := Get(tx, k)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("staged tag index names %s: %w", k, err)
 			}
 			candidates = append(candidates, e)
 		}

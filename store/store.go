@@ -97,7 +97,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	b, err := openBolt(path, wait, opts.NoSync)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w (%s); wait for it to finish and try again", ErrLocked, path)
@@ -115,6 +115,35 @@ func Open(path string, opts Options) (*DB, error) {
 // init creates missing buckets and the schema version. A store that is
 // already up to date is only read, so commands that fail or only read leave
 // the file byte for byte as it was.
+// openBolt opens the file, first without waiting. When another process
+// holds it, a marker file says that someone waits, so a long holder (a
+// running plan) knows to let go for a moment; see Waiting.
+func openBolt(path string, wait time.Duration, noSync bool) (*bolt.DB, error) {
+	o := &bolt.Options{NoSync: noSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
+	o.Timeout = time.Nanosecond // one try
+	b, err := bolt.Open(path, 0o600, o)
+	if err == nil || !errors.Is(err, berrors.ErrTimeout) {
+		return b, err
+	}
+	marker := waitingPath(path)
+	if f, err := os.OpenFile(marker, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		_ = f.Close()
+		defer os.Remove(marker)
+	}
+	o.Timeout = wait
+	return bolt.Open(path, 0o600, o)
+}
+
+func waitingPath(path string) string { return path + ".waiting" }
+
+// Waiting reports whether another process is waiting to open the store at
+// path. A process that holds the store for long checks it between
+// transactions and closes the store for a moment when it is true.
+func Waiting(path string) bool {
+	_, err := os.Stat(waitingPath(path))
+	return err == nil
+}
+
 func (db *DB) init() error {
 	ready := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
