@@ -242,7 +242,9 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if err := c.tx.Put(store.Connections, outKey(emitter, receiver), nil); err != nil {
 		return nil, err
 	}
-	c.invalidate()
+	if err := c.forget(receiver); err != nil {
+		return nil, err
+	}
 	// The receiver's effective values must still satisfy its schemas.
 	if _, err := c.Effective(receiver); err != nil {
 		return nil, err
@@ -410,8 +412,7 @@ func (c *Catalog) deleteConn(emitter, receiver string) error {
 	if err := c.tx.Delete(store.Connections, outKey(emitter, receiver)); err != nil {
 		return err
 	}
-	c.invalidate()
-	return nil
+	return c.forget(receiver)
 }
 
 // Effective returns the resource's effective input values: its own values

@@ -139,8 +139,7 @@ func (c *Catalog) Put(r *Resource) error {
 		return err
 	}
 	c.res[r.Name] = r
-	c.invalidate()
-	return nil
+	return c.forget(r.Name)
 }
 
 // Delete removes the resource and every connection into or out of it.
@@ -167,19 +166,29 @@ func (c *Catalog) Delete(name string) error {
 		return err
 	}
 	c.res[name] = nil
-	c.invalidate()
+	delete(c.eff, name)
+	delete(c.in, name)
 	return nil
 }
 
-// invalidate forgets derived values after a write. New maps instead of
-// clear(): clearing keeps a once-large map's buckets and costs their size.
-func (c *Catalog) invalidate() {
-	if len(c.eff) > 0 {
-		c.eff = map[string]map[string]any{}
+// forget drops what the catalog derived from name: its incoming
+// connections and the effective values of it and of everything downstream.
+// Only those can change when name or a connection into it changes, so a
+// long chain built link by link stays linear.
+func (c *Catalog) forget(name string) error {
+	delete(c.in, name)
+	if len(c.eff) == 0 {
+		return nil
 	}
-	if len(c.in) > 0 {
-		c.in = map[string][]Connection{}
+	delete(c.eff, name)
+	down, err := c.Downstream(name)
+	if err != nil {
+		return err
 	}
+	for _, d := range down {
+		delete(c.eff, d)
+	}
+	return nil
 }
 
 // List returns every resource sorted by name, optionally filtered by a tag

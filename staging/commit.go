@@ -2,38 +2,64 @@ package staging
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 )
 
 // HistoryEntry is a committed staged entry.
 type HistoryEntry struct {
-	UID         string    `json:"uid"`
-	Key         string    `json:"key"`
-	Resource    string    `json:"resource"`
-	Action      string    `json:"action"`
-	Diff        []Change  `json:"diff"`
-	Cause       string    `json:"cause"`
-	Plan        string    `json:"plan,omitempty"`
-	Task        string    `json:"task,omitempty"`
+	UID      string   `json:"uid"`
+	Key      string   `json:"key"`
+	Resource string   `json:"resource"`
+	Action   string   `json:"action"`
+	Diff     []Change `json:"diff"`
+	Cause    string   `json:"cause"`
+	Plan     string   `json:"plan,omitempty"`
+	Task     string   `json:"task,omitempty"`
+	// CommittedAt is when the task's success was recorded.
 	CommittedAt time.Time `json:"committed_at"`
 	// Before is the committed state before this change (nil for a first
-	// run); Removed keeps a removed resource so revert can recreate it.
-	Before  *Snapshot           `json:"before,omitempty"`
-	Removed *resources.Resource `json:"removed,omitempty"`
+	// run).
+	Before *Snapshot `json:"before,omitempty"`
+	// Removed, Connections and Rules keep what a committed removal deleted
+	// (the resource, every connection into or out of it, the rules naming
+	// it) so that revert can put it back.
+	Removed     *resources.Resource    `json:"removed,omitempty"`
+	Connections []resources.Connection `json:"connections,omitempty"`
+	Rules       []string               `json:"rules,omitempty"`
 }
 
 // Commit moves the staged entry key to history and updates the committed
 // state, in the caller's transaction (the executor's, together with the
 // task's status). ran are the effective inputs the action ran with; nil
-// means the current ones. If the resource changed again while the action
-// ran, a fresh entry is staged so nothing is forgotten.
+// means the current ones. History records the change that ran; if the
+// resource changed again meanwhile, what still differs is staged afresh,
+// so nothing is forgotten. Committing a removal deletes the resource and
+// restages the resources it fed.
 func (s *Stager) Commit(key, plan, task string, ran map[string]any) (*HistoryEntry, error) {
-	e, err := getEntry(s.tx, key)
+	h, err := s.commit(key, plan, task, ran)
+	if err != nil {
+		return nil, err
+	}
+	return h, s.done(nil)
+}
+
+func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEntry, error) {
+	e, err := s.entry(key)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, noEntry(key)
+	}
+	r, err := s.cat.Get(e.Resource)
 	if err != nil {
 		return nil, err
 	}
@@ -42,46 +68,45 @@ func (s *Stager) Commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 		return nil, err
 	}
 	h := &HistoryEntry{Key: key, Resource: e.Resource, Action: e.Action, Diff: e.Diff, Cause: e.Cause, Plan: plan, Task: task, CommittedAt: s.now().UTC(), Before: before}
-	if err := deleteEntry(s.tx, key); err != nil {
-		return nil, err
-	}
-	r, err := s.cat.Get(e.Resource)
-	if err != nil {
-		return nil, err
-	}
+	s.drop(key)
 	switch {
 	case e.Action == ActionRemove:
-		cp := *r
-		cp.Removing = false
-		h.Removed = &cp
-		if err := s.dropResource(e.Resource); err != nil {
+		if err := s.keepRemoved(h, r); err != nil {
+			return nil, err
+		}
+		if err := s.deleteResource(e.Resource, "removed "+e.Resource); err != nil {
 			return nil, err
 		}
 	case e.Custom():
 		// A custom action changes no inputs; the committed state stays.
 	default:
-		eff, err := s.cat.Effective(e.Resource)
-		if err != nil {
-			return nil, err
-		}
-		if ran == nil {
-			ran = eff
-		}
 		conns, err := s.cat.Incoming(e.Resource)
 		if err != nil {
 			return nil, err
 		}
-		snap := Snapshot{Own: r.Inputs, Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt}
+		if ran == nil {
+			if ran, err = s.cat.Effective(e.Resource); err != nil {
+				return nil, err
+			}
+		}
+		var old map[string]any
+		var oldConns []resources.Connection
+		if before != nil {
+			old, oldConns = before.Inputs, before.Connections
+		}
+		h.Diff = diff(r, old, ran, oldConns, conns)
+		snap := Snapshot{Own: ownValues(r, conns, ran), Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt}
 		raw, err := json.Marshal(snap)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("encode committed state of %s: %w", e.Resource, err)
 		}
 		if err := s.tx.Put(store.Committed, e.Resource, raw); err != nil {
 			return nil, err
 		}
-		// run and update both bring the resource to the committed state, so
-		// the other one is done too if its diff is now empty.
-		if _, err := s.touchOne(e.Resource, "changed while running", nil, true); err != nil {
+		// run and update both bring the resource to the committed state:
+		// the other one is done too if nothing differs, and whatever
+		// changed while the action ran is staged afresh.
+		if _, err := s.touchOne(e.Resource, again(e, "changed while running")); err != nil {
 			return nil, err
 		}
 	}
@@ -92,13 +117,94 @@ func (s *Stager) Commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 	h.UID = strconv.FormatUint(seq, 10)
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode history %s: %w", h.UID, err)
 	}
 	return h, s.tx.Put(store.History, store.SeqKey(seq), raw)
 }
 
+// ownValues returns the resource's own values as they were when the action
+// ran: ran for every input no connection feeds, the current own value for
+// the others. Discarding a later change then restores what ran.
+func ownValues(r *resources.Resource, conns []resources.Connection, ran map[string]any) map[string]any {
+	own := make(map[string]any, len(r.Inputs))
+	for k, v := range r.Inputs {
+		own[k] = v
+	}
+	fed := map[string]bool{}
+	for _, c := range conns {
+		for _, m := range c.Mappings {
+			fed[m.To] = true
+		}
+	}
+	for k, v := range ran {
+		switch {
+		case fed[k]:
+		case v == nil:
+			delete(own, k)
+		default:
+			own[k] = v
+		}
+	}
+	return own
+}
+
+// keepRemoved records in h what deleting r takes with it.
+func (s *Stager) keepRemoved(h *HistoryEntry, r *resources.Resource) error {
+	cp := *r
+	cp.Removing = false
+	h.Removed = &cp
+	ins, err := s.cat.Incoming(r.Name)
+	if err != nil {
+		return err
+	}
+	h.Connections = append(h.Connections, ins...)
+	rcvs, err := s.cat.Receivers(r.Name)
+	if err != nil {
+		return err
+	}
+	for _, rcv := range rcvs {
+		if c, ok := s.cat.Connection(r.Name, rcv); ok {
+			h.Connections = append(h.Connections, *c)
+		}
+	}
+	rules, err := events.ListFor(s.tx, r.Name)
+	if err != nil {
+		return err
+	}
+	for _, rule := range rules {
+		h.Rules = append(h.Rules, rule.String())
+	}
+	return nil
+}
+
 // History returns the last n committed entries, newest first (all if n ≤ 0).
+// History only grows, so the last n are read from the end, by uid.
 func History(tx *store.Tx, n int) ([]*HistoryEntry, error) {
+	if n > 0 {
+		k, _, err := tx.Last(store.History, "")
+		if errors.Is(err, store.ErrNotFound) {
+			return []*HistoryEntry{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		last, err := strconv.ParseUint(k, 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("history key %q is not a uid: %w", k, err)
+		}
+		out := make([]*HistoryEntry, 0, n)
+		for seq := last; seq > 0 && len(out) < n; seq-- {
+			h, err := GetHistory(tx, strconv.FormatUint(seq, 10))
+			if errors.Is(err, ErrNoHistory) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, h)
+		}
+		return out, nil
+	}
 	var all []*HistoryEntry
 	err := tx.ForEach(store.History, "", func(k string, v []byte) error {
 		var h HistoryEntry
@@ -111,11 +217,11 @@ func History(tx *store.Tx, n int) ([]*HistoryEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*HistoryEntry, 0, len(all))
-	for i := len(all) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
-		out = append(out, all[i])
+	if all == nil {
+		all = []*HistoryEntry{}
 	}
-	return out, nil
+	slices.Reverse(all)
+	return all, nil
 }
 
 // GetHistory returns one history entry by uid.
@@ -136,23 +242,40 @@ func GetHistory(tx *store.Tx, uid string) (*HistoryEntry, error) {
 }
 
 // Discard undoes staged entries: a discarded run of a never-committed
-// resource deletes it; a discarded update restores the committed values and
-// connections; a discarded remove keeps the resource; a discarded custom
-// action just drops the entry.
+// resource deletes it (with its connections and rules); a discarded update
+// restores the committed values and connections; a discarded remove keeps
+// the resource; a discarded custom action just drops the entry. An
+// affected child's entry stays while the change it follows is staged:
+// discard that change instead.
 func (s *Stager) Discard(keys ...string) ([]*Entry, error) {
-	var ents []*Entry
+	ents, err := s.discard(keys)
+	if err != nil {
+		return nil, err
+	}
+	return ents, s.done(nil)
+}
+
+func (s *Stager) discard(keys []string) ([]*Entry, error) {
+	ents := make([]*Entry, 0, len(keys))
 	for _, k := range keys {
-		e, err := getEntry(s.tx, k)
+		e, err := s.entry(k)
 		if err != nil {
 			return nil, err
+		}
+		if e == nil {
+			return nil, noEntry(k)
 		}
 		ents = append(ents, e)
 	}
 	for _, e := range ents {
-		if !s.tx.Has(store.Staged, e.Key) {
-			continue // gone with an earlier discard (a deleted resource)
+		cur, err := s.entry(e.Key)
+		if err != nil {
+			return nil, err
 		}
-		if err := s.discardOne(e); err != nil {
+		if cur == nil {
+			continue // gone with an earlier one (a deleted resource)
+		}
+		if err := s.discardOne(cur); err != nil {
 			return nil, err
 		}
 	}
@@ -161,6 +284,9 @@ func (s *Stager) Discard(keys ...string) ([]*Entry, error) {
 
 // DiscardAll discards every staged entry, newest first.
 func (s *Stager) DiscardAll() ([]*Entry, error) {
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
 	all, err := List(s.tx)
 	if err != nil {
 		return nil, err
@@ -177,13 +303,13 @@ func (s *Stager) discardOne(e *Entry) error {
 	if err != nil {
 		return err
 	}
+	cause := "discarded " + e.Key
 	switch {
 	case e.Custom():
-		return deleteEntry(s.tx, e.Key)
+		s.drop(e.Key)
+		return nil
 	case e.Action == ActionRemove:
-		if err := deleteEntry(s.tx, e.Key); err != nil {
-			return err
-		}
+		s.drop(e.Key)
 		r, err := s.cat.Get(e.Resource)
 		if err != nil {
 			return err
@@ -193,26 +319,25 @@ func (s *Stager) discardOne(e *Entry) error {
 		if err := s.cat.Put(&cp); err != nil {
 			return err
 		}
-		_, err = s.touchOne(e.Resource, "remove discarded", nil, true)
+		_, err = s.touchOne(e.Resource, reason{cause: cause})
 		return err
+	case snap == nil && e.Action == ActionRun:
+		return s.deleteResource(e.Resource, cause)
 	case snap == nil:
-		down, err := s.cat.Downstream(e.Resource)
-		if err != nil {
-			return err
-		}
-		if err := s.dropResource(e.Resource); err != nil {
-			return err
-		}
-		_, err = s.Touch("discarded "+e.Key, directOnly(s.cat, down)...)
-		return err
+		// An update staged by hand before the first run: nothing to restore.
+		s.drop(e.Key)
+		return nil
 	default:
 		if err := s.restore(e.Resource, snap); err != nil {
 			return err
 		}
-		if err := deleteEntry(s.tx, e.Key); err != nil {
-			return err
+		why := again(e, cause)
+		if !why.child {
+			s.drop(e.Key)
 		}
-		_, err = s.Touch("discarded "+e.Key, e.Resource)
+		// A child keeps its entry, and its place, if its cause still
+		// reaches it; touch drops it otherwise.
+		_, err = s.touch(why, []string{e.Resource})
 		return err
 	}
 }
@@ -228,85 +353,114 @@ func (s *Stager) restore(name string, snap *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range cur {
-		if _, err := s.cat.Disconnect(c.Emitter, name); err != nil {
-			return err
+	if !slices.Equal(connKeys(cur), connKeys(snap.Connections)) {
+		for _, c := range cur {
+			if _, err := s.cat.Disconnect(c.Emitter, name); err != nil {
+				return err
+			}
 		}
-	}
-	for _, c := range snap.Connections {
-		if !s.cat.Exists(c.Emitter) {
-			continue
-		}
-		if _, err := s.cat.Connect(c.Emitter, name, c.Mappings); err != nil {
-			return err
+		for _, c := range snap.Connections {
+			if !s.cat.Exists(c.Emitter) {
+				continue
+			}
+			if _, err := s.cat.Connect(c.Emitter, name, c.Mappings); err != nil {
+				return err
+			}
 		}
 	}
 	cp := *r
-	cp.Inputs = map[string]any{}
+	cp.Inputs = make(map[string]any, len(snap.Own))
 	for k, v := range snap.Own {
+		// JSON gives numbers back as float64; the rest of solar expects
+		// the canonical form the schema gives (int64 for int).
+		if d, ok := r.Base.Input(k); ok && v != nil {
+			if cv, err := d.Schema.Check(v); err == nil {
+				v = cv
+			}
+		}
 		cp.Inputs[k] = v
 	}
 	return s.cat.Put(&cp)
 }
 
-// Revert stages the inverse of a committed change: a run is undone by a
-// remove, an update by the old values, a remove by recreating the resource.
-// Custom actions cannot be reverted: solar does not know their inverse.
+// Revert stages the inverse of a committed change: a first run is undone
+// by a remove, an update (or a later run) by the old values, a remove by
+// recreating the resource with its connections and rules. Custom actions
+// cannot be reverted: solar does not know their inverse.
 func (s *Stager) Revert(uid string) ([]*Entry, error) {
+	ents, err := s.revert(uid)
+	if err != nil {
+		return nil, err
+	}
+	return ents, s.done(nil)
+}
+
+func (s *Stager) revert(uid string) ([]*Entry, error) {
 	h, err := GetHistory(s.tx, uid)
 	if err != nil {
 		return nil, err
 	}
+	cause := "revert " + uid
 	switch h.Action {
-	case ActionRun:
-		if h.Before != nil {
-			return s.revertUpdate(h)
-		}
+	case ActionRun, ActionUpdate:
 		if !s.cat.Exists(h.Resource) {
 			return nil, fmt.Errorf("%w %s: %s no longer exists", ErrNotRevertible, uid, h.Resource)
 		}
-		e, err := s.Remove(h.Resource)
-		if err != nil || e == nil {
+		if h.Before == nil {
+			if h.Action == ActionUpdate {
+				return nil, fmt.Errorf("%w %s: no earlier state of %s was recorded", ErrNotRevertible, uid, h.Resource)
+			}
+			e, err := s.remove(h.Resource)
+			if err != nil || e == nil {
+				return nil, err
+			}
+			return []*Entry{e}, nil
+		}
+		if err := s.restore(h.Resource, h.Before); err != nil {
 			return nil, err
 		}
-		return []*Entry{e}, nil
-	case ActionUpdate:
-		return s.revertUpdate(h)
+		return s.touch(reason{cause: cause}, []string{h.Resource})
 	case ActionRemove:
 		if h.Removed == nil {
 			return nil, fmt.Errorf("%w %s: the removed resource was not kept", ErrNotRevertible, uid)
 		}
 		if s.cat.Exists(h.Resource) {
-			return nil, fmt.Errorf("%w %s: a resource named %s exists again", ErrNotRevertible, uid, h.Resource)
+			return nil, fmt.Errorf("%w %s: a resource named %s exists again; remove or rename it first", ErrNotRevertible, uid, h.Resource)
 		}
-		r := *h.Removed
-		if err := s.cat.Put(&r); err != nil {
-			return nil, err
+		if err := s.recreate(h); err != nil {
+			return nil, fmt.Errorf("revert %s: %w", uid, err)
 		}
-		if h.Before != nil {
-			for _, c := range h.Before.Connections {
-				if s.cat.Exists(c.Emitter) {
-					if _, err := s.cat.Connect(c.Emitter, r.Name, c.Mappings); err != nil {
-						return nil, err
-					}
-				}
-			}
-		}
-		return s.Touch("revert "+uid, r.Name)
+		return s.touch(reason{cause: cause}, []string{h.Resource})
 	default:
 		return nil, fmt.Errorf("%w %s: %s is a custom action and solar does not know its inverse; stage the opposite action yourself (solar ch stage -a ACTION -n %s)", ErrNotRevertible, uid, h.Key, h.Resource)
 	}
 }
 
-func (s *Stager) revertUpdate(h *HistoryEntry) ([]*Entry, error) {
-	if !s.cat.Exists(h.Resource) {
-		return nil, fmt.Errorf("%w %s: %s no longer exists", ErrNotRevertible, h.UID, h.Resource)
+// recreate puts back a removed resource with the connections and rules
+// whose other resources still exist.
+func (s *Stager) recreate(h *HistoryEntry) error {
+	r := *h.Removed
+	if err := s.cat.Put(&r); err != nil {
+		return err
 	}
-	if h.Before == nil {
-		return nil, fmt.Errorf("%w %s: no earlier state recorded", ErrNotRevertible, h.UID)
+	for _, c := range h.Connections {
+		if !s.cat.Exists(c.Emitter) || !s.cat.Exists(c.Receiver) {
+			continue
+		}
+		if _, err := s.cat.Connect(c.Emitter, c.Receiver, c.Mappings); err != nil {
+			return err
+		}
 	}
-	if err := s.restore(h.Resource, h.Before); err != nil {
-		return nil, err
+	var rules []events.Rule
+	for _, text := range h.Rules {
+		rule, err := events.Parse(text)
+		if err != nil {
+			return err
+		}
+		if s.cat.Exists(rule.Emitter.Resource) && s.cat.Exists(rule.Subscriber.Resource) {
+			rules = append(rules, rule)
+		}
 	}
-	return s.Touch("revert "+h.UID, h.Resource)
+	_, err := events.Add(s.tx, s.cat, rules...)
+	return err
 }

@@ -265,6 +265,27 @@ func TestDiscard(t *testing.T) {
 		}
 	})
 
+	t.Run("update staged by hand before the first run", func(t *testing.T) {
+		db := openStore(t)
+		run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+			if err := create(cat, st, "a", "noop", "", ""); err != nil {
+				return err
+			}
+			_, err := st.StageAction("a", staging.ActionUpdate)
+			return err
+		})
+		run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+			_, err := st.Discard("a.update")
+			return err
+		})
+		if !stateOf(t, db, "a").exists {
+			t.Errorf("discarding a.update deleted a")
+		}
+		if diff := cmp.Diff([]string{"a.run"}, logKeys(t, db)); diff != "" {
+			t.Errorf("log (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("unknown key", func(t *testing.T) {
 		db := openStore(t)
 		err := try(db, func(cat *resources.Catalog, st *staging.Stager) error {
@@ -402,12 +423,14 @@ func TestRemove(t *testing.T) {
 		if diff := cmp.Diff([]string{"after n1.run ks.run"}, ruleTexts(t, db)); diff != "" {
 			t.Errorf("rules (-want +got):\n%s", diff)
 		}
-		// ks lost db's port (3306 committed) and falls back to its own
-		// db_port (3306): nothing to do. Nothing else mentions db.
-		for _, k := range logKeys(t, db) {
-			if strings.HasPrefix(k, "db.") {
-				t.Errorf("staged %s after db was removed", k)
-			}
+		// ks committed db_port 3306 through its connection from db. db's
+		// update to 3307 reached ks, but without db ks has its own 3306
+		// again: only the lost connection is left to apply.
+		if diff := cmp.Diff([]string{"ks.update"}, logKeys(t, db)); diff != "" {
+			t.Fatalf("log after the removal (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"- conn db.port -> db_port"}, lines(entry(t, db, "ks.update").Diff)); diff != "" {
+			t.Errorf("ks.update diff (-want +got):\n%s", diff)
 		}
 	})
 
@@ -488,17 +511,20 @@ func TestHistoryAndRevert(t *testing.T) {
 	if !hs[0].CommittedAt.Equal(now()) {
 		t.Errorf("committed_at = %v, want %v", hs[0].CommittedAt, now())
 	}
-	if err := db.View(func(tx *store.Tx) error {
-		last, err := staging.History(tx, 1)
-		if err != nil {
+	for n, want := range map[int][]string{1: {"3"}, 2: {"3", "2"}, 5: {"3", "2", "1"}} {
+		if err := db.View(func(tx *store.Tx) error {
+			last, err := staging.History(tx, n)
+			var uids []string
+			for _, h := range last {
+				uids = append(uids, h.UID)
+			}
+			if !cmp.Equal(uids, want) {
+				t.Errorf("History(%d) = %v, want uids %v", n, uids, want)
+			}
 			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		if len(last) != 1 || last[0].UID != "3" {
-			t.Errorf("History(1) = %v, want only uid 3", last)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 
 	t.Run("custom action is not revertible", func(t *testing.T) {
@@ -705,6 +731,47 @@ func TestCommitWhenResourceChangedSincePlan(t *testing.T) {
 	}
 }
 
+func TestCommitKeepsAffectedChildAChild(t *testing.T) {
+	db := chain(t, "content")
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return update(cat, st, "t1", "content=bye") })
+	var ran map[string]any
+	if err := db.View(func(tx *store.Tx) error {
+		eff, err := resources.NewCatalog(tx).Effective("t2")
+		ran = maps.Clone(eff)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// t1 changes again while t2.update runs with "bye".
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return update(cat, st, "t1", "content=again") })
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		_, err := st.Commit("t2.update", "plan-1", "t2.update#0", ran)
+		return err
+	})
+	e := entry(t, db, "t2.update")
+	if diff := cmp.Diff([]string{"~ content=bye>>again (sensitive)"}, lines(e.Diff)); diff != "" {
+		t.Errorf("t2.update diff (-want +got):\n%s", diff)
+	}
+	if len(e.Tags) != 0 || !cmp.Equal(e.AffectedBy, []string{"t1"}) {
+		t.Errorf("t2.update tags %v, affected_by %v; want it still an affected child of t1", e.Tags, e.AffectedBy)
+	}
+}
+
+func TestHistoryOfEmptyStore(t *testing.T) {
+	db := openStore(t)
+	for _, n := range []int{0, 3} {
+		if err := db.View(func(tx *store.Tx) error {
+			hs, err := staging.History(tx, n)
+			if hs == nil || len(hs) != 0 {
+				t.Errorf("History(%d) = %#v, want an empty list", n, hs)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestCommitUnknownKey(t *testing.T) {
 	db := openStore(t)
 	err := try(db, func(cat *resources.Catalog, st *staging.Stager) error {
@@ -713,5 +780,49 @@ func TestCommitUnknownKey(t *testing.T) {
 	})
 	if !errors.Is(err, staging.ErrNoEntry) {
 		t.Errorf("Commit(nope.run) = %v, want ErrNoEntry", err)
+	}
+}
+
+func TestStageRefresh(t *testing.T) {
+	db := openStore(t)
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		if err := create(cat, st, "ks", "keystone", "env=1", "dir=/srv"); err != nil {
+			return err
+		}
+		if err := create(cat, st, "db", "mariadb", "", "dir=/srv root_password=pw"); err != nil {
+			return err
+		}
+		return commit(st, "ks.run", "db.run")
+	})
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		if _, err := st.StageRefresh("ks", "update", "refresh: db.run#0 changed"); err != nil {
+			return err
+		}
+		if err := update(cat, st, "db", "port=3307"); err != nil {
+			return err
+		}
+		_, err := st.StageRefresh("db", "update", "refresh: x.run#0 changed")
+		return err
+	})
+	e := entry(t, db, "ks.update")
+	if e.Cause != "refresh: db.run#0 changed" || e.Tags["env"] != "1" || len(e.Diff) != 0 {
+		t.Errorf("ks.update = %+v, want the refresh with ks's tags and no diff", e)
+	}
+	// db.update was staged for its change: the refresh does not replace it.
+	if e := entry(t, db, "db.update"); e.Cause != "update" {
+		t.Errorf("db.update cause = %q, want update", e.Cause)
+	}
+	// A change and its undoing leave both refreshes staged: nothing is
+	// forgotten.
+	for _, args := range []string{"port=5001", "port=5000"} {
+		run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return update(cat, st, "ks", args) })
+	}
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return update(cat, st, "db", "port=3306") })
+	if diff := cmp.Diff([]string{"ks.update", "db.update"}, logKeys(t, db)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return commit(st, "ks.update", "db.update") })
+	if got := logKeys(t, db); len(got) != 0 {
+		t.Errorf("log after the refreshes ran = %v, want empty", got)
 	}
 }

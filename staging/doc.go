@@ -5,16 +5,25 @@
 // with the resource's tags copied in at staging time, a sequence number that
 // gives the staging order, and the diff against the last committed state.
 // Restaging the same key updates the entry in place and keeps its place in
-// the order.
+// the order. A tag index (StagedTags) lets a tag selection read only the
+// entries it needs; it always matches the entries' copied tags.
 //
 // Implicit staging follows the resource's life: a never-committed resource
 // stages run, a committed one update, a removal remove. Resources whose
 // effective inputs change because of an upstream change get their own entry
-// ("affected children"), without tags but remembering which resources caused
-// them, so that selecting the cause by tag selects them too.
+// ("affected children"), without tags but naming the resources whose change
+// reached them, so that selecting the cause by tag selects them too. An
+// update whose diff goes back to empty leaves the log: nothing is left to
+// do. Entries staged for the action itself (by hand, or pending refreshes)
+// are Explicit and stay until committed or discarded.
 //
 // Commit is called by the executor when a task succeeds, inside the same
 // transaction that records the task's status: the entry moves to history and
-// the committed state follows. Nothing else ever removes a staged entry but
-// an explicit discard.
+// the committed state follows; whatever changed while the task ran is staged
+// afresh, so nothing is forgotten. Discard undoes a staged change, Revert
+// stages the inverse of a committed one.
+//
+// A Stager works inside its caller's transaction and buffers its writes to
+// the log until each of its methods returns, to write them in key order:
+// bbolt is slow at many unordered inserts in one transaction.
 package staging

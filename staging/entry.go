@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,9 +64,10 @@ type Entry struct {
 	// AffectedBy lists the resources whose changes made this entry (for
 	// affected children, which carry no tags of their own).
 	AffectedBy []string `json:"affected_by,omitempty"`
-	// Explicit marks an action the operator staged by hand (solar ch stage
-	// -a): it stays staged even when the diff goes back to empty, since
-	// the operator asked for the action itself, not for a change.
+	// Explicit marks an entry staged for the action itself, not for a
+	// change: by hand (solar ch stage -a) or as a pending refresh. It stays
+	// staged when the diff goes back to empty, until it is committed or
+	// discarded.
 	Explicit bool `json:"explicit,omitempty"`
 }
 
@@ -111,6 +113,102 @@ func Get(tx *store.Tx, key string) (*Entry, error) {
 		err = noEntry(key)
 	}
 	return e, err
+}
+
+// entry returns the entry under key as this Stager sees it, pending writes
+// included, or nil if there is none.
+func (s *Stager) entry(key string) (*Entry, error) {
+	if e, ok := s.pending[key]; ok {
+		return e, nil
+	}
+	return getEntry(s.tx, key)
+}
+
+// put buffers the write of e; flush stores it.
+func (s *Stager) put(e *Entry) {
+	if s.pending == nil {
+		s.pending = map[string]*Entry{}
+	}
+	s.pending[e.Key] = e
+}
+
+// drop buffers the deletion of the entry under key, if there is one.
+func (s *Stager) drop(key string) {
+	if s.pending == nil {
+		s.pending = map[string]*Entry{}
+	}
+	s.pending[key] = nil
+}
+
+// flush stores the pending entries and their tag index keys, in key
+// order. bbolt splits a node only when the transaction commits, so
+// inserting thousands of keys out of order into one transaction (a
+// composition stages an entry and three or four index keys per resource)
+// shifts a growing node's entries on every insert, which is quadratic; in
+// key order each insert lands after the previous one and the cost stays
+// linear.
+func (s *Stager) flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	type write struct {
+		bucket, key string
+		value       []byte
+		del         bool
+	}
+	ws := make([]write, 0, 4*len(s.pending))
+	for key, e := range s.pending {
+		old, err := getEntry(s.tx, key)
+		if err != nil {
+			return err
+		}
+		var was, is tags.Set
+		if old != nil {
+			was = old.Tags
+		}
+		if e != nil {
+			is = e.Tags
+		}
+		for k, v := range was {
+			if nv, ok := is[k]; !ok || nv != v {
+				ws = append(ws, write{bucket: store.StagedTags, key: tagKey(k, v, key), del: true})
+			}
+		}
+		for k, v := range is {
+			if ov, ok := was[k]; !ok || ov != v {
+				ws = append(ws, write{bucket: store.StagedTags, key: tagKey(k, v, key), value: []byte{}})
+			}
+		}
+		switch {
+		case e != nil:
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode staged entry %s: %w", key, err)
+			}
+			ws = append(ws, write{bucket: store.Staged, key: key, value: raw})
+		case old != nil:
+			ws = append(ws, write{bucket: store.Staged, key: key, del: true})
+		}
+	}
+	clear(s.pending)
+	slices.SortFunc(ws, func(a, b write) int {
+		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, w := range ws {
+		var err error
+		if w.del {
+			err = s.tx.Delete(w.bucket, w.key)
+		} else {
+			err = s.tx.Put(w.bucket, w.key, w.value)
+		}
+		if err != nil {
+			return fmt.Errorf("write staged log at %q: %w", w.key, err)
+		}
+	}
+	return nil
 }
 
 // List returns every staged entry in staging order.
@@ -187,31 +285,39 @@ func Select(tx *store.Tx, expr *tags.Expr) ([]*Entry, error) {
 		}
 		candidates = all
 	}
-	causes := map[string]bool{} // resources whose changes are selected
-	taken := map[string]bool{}  // entry keys already in out
 	var out []*Entry
+	taken := map[string]bool{}    // entry keys in out
+	causes := map[string]bool{}   // resources whose changes are selected
+	kids := map[string][]*Entry{} // cause -> untagged entries it affected
+	var queue []string            // causes whose children are not taken yet
 	for _, e := range candidates {
-		if len(e.Tags) > 0 && expr.Match(e.Tags) {
-			causes[e.Resource] = true
+		switch {
+		case len(e.Tags) == 0:
+			for _, by := range e.AffectedBy {
+				kids[by] = append(kids[by], e)
+			}
+		case expr.Match(e.Tags):
 			taken[e.Key] = true
 			out = append(out, e)
+			if !causes[e.Resource] {
+				causes[e.Resource] = true
+				queue = append(queue, e.Resource)
+			}
 		}
 	}
 	// Children follow their causes, transitively (a chain of children).
-	for grew := true; grew; {
-		grew = false
-		for _, e := range candidates {
-			if len(e.Tags) > 0 || taken[e.Key] {
+	for len(queue) > 0 {
+		cause := queue[0]
+		queue = queue[1:]
+		for _, e := range kids[cause] {
+			if taken[e.Key] {
 				continue
 			}
-			for _, by := range e.AffectedBy {
-				if causes[by] {
-					taken[e.Key] = true
-					causes[e.Resource] = true
-					out = append(out, e)
-					grew = true
-					break
-				}
+			taken[e.Key] = true
+			out = append(out, e)
+			if !causes[e.Resource] {
+				causes[e.Resource] = true
+				queue = append(queue, e.Resource)
 			}
 		}
 	}

@@ -2,8 +2,11 @@ package staging
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/solarops/solar/events"
@@ -25,8 +28,11 @@ type Snapshot struct {
 // never committed.
 func Committed(tx *store.Tx, resource string) (*Snapshot, error) {
 	raw, err := tx.Get(store.Committed, resource)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read committed state of %s: %w", resource, err)
 	}
 	var s Snapshot
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -36,10 +42,15 @@ func Committed(tx *store.Tx, resource string) (*Snapshot, error) {
 }
 
 // Stager records staged changes for the commands of one transaction.
+//
+// Its writes to the log are buffered and stored in key order (see flush)
+// before each exported method returns, so between calls the log read
+// through the transaction (List, Select, Get) is up to date.
 type Stager struct {
-	cat *resources.Catalog
-	tx  *store.Tx
-	now func() time.Time
+	cat     *resources.Catalog
+	tx      *store.Tx
+	now     func() time.Time
+	pending map[string]*Entry // key -> entry to store; nil deletes it
 }
 
 // New returns a Stager working through cat's transaction.
@@ -50,6 +61,16 @@ func New(cat *resources.Catalog, now func() time.Time) *Stager {
 	return &Stager{cat: cat, tx: cat.Tx(), now: now}
 }
 
+// done stores the pending writes once an exported method's work has
+// succeeded. After a failure they are left: the caller rolls the
+// transaction back.
+func (s *Stager) done(err error) error {
+	if err != nil {
+		return err
+	}
+	return s.flush()
+}
+
 // Diff computes a resource's changes against its committed state: effective
 // input values and incoming connections.
 func (s *Stager) Diff(name string) ([]Change, error) {
@@ -57,24 +78,31 @@ func (s *Stager) Diff(name string) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	eff, err := s.cat.Effective(name)
-	if err != nil {
-		return nil, err
-	}
-	conns, err := s.cat.Incoming(name)
-	if err != nil {
-		return nil, err
-	}
 	snap, err := Committed(s.tx, name)
 	if err != nil {
 		return nil, err
+	}
+	d, _, err := s.diffOf(r, snap)
+	return d, err
+}
+
+// diffOf computes r's diff against snap (nil: never committed) and returns
+// r's incoming connections with it.
+func (s *Stager) diffOf(r *resources.Resource, snap *Snapshot) ([]Change, []resources.Connection, error) {
+	eff, err := s.cat.Effective(r.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	conns, err := s.cat.Incoming(r.Name)
+	if err != nil {
+		return nil, nil, err
 	}
 	var old map[string]any
 	var oldConns []resources.Connection
 	if snap != nil {
 		old, oldConns = snap.Inputs, snap.Connections
 	}
-	return diff(r, old, eff, oldConns, conns), nil
+	return diff(r, old, eff, oldConns, conns), conns, nil
 }
 
 func diff(r *resources.Resource, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
@@ -92,6 +120,9 @@ func diff(r *resources.Resource, old, cur map[string]any, oldConns, curConns []r
 		case hadOld && hasNew && !schema.Equal(o, n):
 			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: d.Sensitive})
 		}
+	}
+	if len(oldConns) == 0 && len(curConns) == 0 {
+		return out
 	}
 	before, after := connKeys(oldConns), connKeys(curConns)
 	in := func(list []string, k string) bool {
@@ -111,11 +142,56 @@ func diff(r *resources.Resource, old, cur map[string]any, oldConns, curConns []r
 	return out
 }
 
-// stage writes or refreshes the entry for (resource, action).
-func (s *Stager) stage(resource, action, cause string, ts tags.Set, d []Change, affectedBy []string) (*Entry, error) {
+// sameDiff reports whether two diffs list the same changes. Values read
+// back from the store are float64 where fresh ones are int64, so values
+// compare with schema.Equal.
+func sameDiff(a, b []Change) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Op != y.Op || x.Key != y.Key || x.Connection != y.Connection || x.Sensitive != y.Sensitive ||
+			!schema.Equal(x.Old, y.Old) || !schema.Equal(x.New, y.New) {
+			return false
+		}
+	}
+	return true
+}
+
+// reason says why resources are restaged.
+type reason struct {
+	cause string
+	// child marks a resource restaged because a change reached it through
+	// connections; otherwise it is one a command changed itself.
+	child bool
+	// changed holds, for children, every resource the command may have
+	// changed: the named ones and everything downstream of them.
+	changed map[string]bool
+	// by holds, for children, causes known already (a child restaged
+	// after a commit or a discard keeps its causes).
+	by []string
+}
+
+// again is the reason to restage e's resource after e was committed or
+// discarded: an affected child stays one, with its causes.
+func again(e *Entry, cause string) reason {
+	if len(e.Tags) == 0 && len(e.AffectedBy) > 0 {
+		return reason{cause: cause, child: true, by: e.AffectedBy}
+	}
+	return reason{cause: cause}
+}
+
+// stage writes or refreshes the entry for (resource, action). A
+// resource's own entry copies its tags (ts); a child entry (ts nil) has
+// none and accumulates its causes.
+func (s *Stager) stage(resource, action, cause string, ts tags.Set, d []Change, by []string) (*Entry, error) {
 	key := Key(resource, action)
-	e, err := getEntry(s.tx, key)
+	e, err := s.entry(key)
 	if err != nil {
+		return nil, err
+	}
+	if e == nil {
 		seq, err := s.tx.NextSequence(store.Staged)
 		if err != nil {
 			return nil, err
@@ -126,36 +202,45 @@ func (s *Stager) stage(resource, action, cause string, ts tags.Set, d []Change, 
 	if ts != nil {
 		e.Tags = ts.Clone()
 		e.AffectedBy = nil
-	} else if len(e.Tags) == 0 {
-		e.AffectedBy = mergeSorted(e.AffectedBy, affectedBy)
+	} else {
+		e.AffectedBy = mergeSorted(e.AffectedBy, by)
 	}
 	if e.Diff == nil {
 		e.Diff = []Change{}
 	}
-	return e, putEntry(s.tx, e)
+	s.put(e)
+	return e, nil
 }
 
 func mergeSorted(a, b []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range append(append([]string(nil), a...), b...) {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
+	if len(b) == 0 {
+		return a
 	}
+	out := append(append(make([]string, 0, len(a)+len(b)), a...), b...)
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }
 
 // Touch stages the resources a command changed (their inputs or incoming
 // connections) and then their affected children. A changed resource stages
 // run if it was never committed, else update; an update whose diff became
-// empty is dropped, since there is nothing left to do.
+// empty is dropped, since there is nothing left to do, unless the operator
+// staged it by hand.
 func (s *Stager) Touch(cause string, names ...string) ([]*Entry, error) {
+	out, err := s.touch(reason{cause: cause}, names)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.done(nil)
+}
+
+func (s *Stager) touch(why reason, names []string) ([]*Entry, error) {
+	if len(names) > 1 {
+		names = unique(names)
+	}
 	var out []*Entry
 	for _, n := range names {
-		e, err := s.touchOne(n, cause, nil, true)
+		e, err := s.touchOne(n, why)
 		if err != nil {
 			return nil, err
 		}
@@ -170,66 +255,122 @@ func (s *Stager) Touch(cause string, names ...string) ([]*Entry, error) {
 	return append(out, kids...), nil
 }
 
-// touchOne restages one resource. direct marks the resource the command
-// named (its entry carries its tags); children carry the causes instead.
-func (s *Stager) touchOne(name, cause string, by []string, direct bool) (*Entry, error) {
+// unique drops repeated names, keeping the first of each.
+func unique(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// touchOne restages one resource: run if it was never committed, else
+// update (run for a base without update). A committed resource back at
+// its committed state has nothing left to do and its entry goes, unless it
+// was staged by hand. A child whose diff this change did not alter is left
+// as it is.
+func (s *Stager) touchOne(name string, why reason) (*Entry, error) {
 	r, err := s.cat.Get(name)
 	if err != nil {
 		return nil, err
 	}
 	if r.Removing {
-		return nil, nil
-	}
-	d, err := s.Diff(name)
-	if err != nil {
-		return nil, err
+		return nil, nil // its remove entry says all that is left to do
 	}
 	snap, err := Committed(s.tx, name)
 	if err != nil {
 		return nil, err
 	}
-	var ts tags.Set
-	if direct {
-		ts = r.Tags
-	} else if e, err := getEntry(s.tx, Key(name, ActionRun)); err == nil && len(e.Tags) > 0 {
-		ts = e.Tags // a child that was itself created keeps its own tags
-	} else if e, err := getEntry(s.tx, Key(name, ActionUpdate)); err == nil && len(e.Tags) > 0 {
-		ts = e.Tags
+	action := ActionRun
+	if snap != nil && r.HasAction(ActionUpdate) {
+		action = ActionUpdate
 	}
-	if snap == nil {
-		if !r.HasAction(ActionRun) {
-			return nil, nil
+	if !r.HasAction(action) {
+		return nil, nil
+	}
+	d, conns, err := s.diffOf(r, snap)
+	if err != nil {
+		return nil, err
+	}
+	old, err := s.entry(Key(name, action))
+	if err != nil {
+		return nil, err
+	}
+	if snap != nil && len(d) == 0 && (old == nil || !old.Explicit) {
+		if old != nil {
+			s.drop(old.Key)
 		}
-		return s.stage(name, ActionRun, cause, ts, d, by)
+		return nil, nil
 	}
-	if len(d) == 0 {
-		return nil, deleteEntry(s.tx, Key(name, ActionUpdate))
+	if !why.child {
+		return s.stage(name, action, why.cause, r.Tags, d, nil)
 	}
-	if !r.HasAction(ActionUpdate) {
-		// A base without update re-runs run to apply changes.
-		return s.stage(name, ActionRun, cause, ts, d, by)
+	if old != nil && sameDiff(old.Diff, d) {
+		return nil, nil
 	}
-	return s.stage(name, ActionUpdate, cause, ts, d, by)
+	by := append(causes(conns, d, why.changed), why.by...)
+	if len(by) == 0 {
+		// Nothing feeds a changed input from a changed emitter; name
+		// every changed emitter rather than leave the entry unreachable
+		// by tag.
+		for _, c := range conns {
+			if why.changed[c.Emitter] {
+				by = append(by, c.Emitter)
+			}
+		}
+	}
+	cause := why.cause
+	if len(by) > 0 {
+		cause = "affected by " + strings.Join(by, ", ")
+	}
+	if old != nil && len(old.Tags) > 0 {
+		// Staged for its own sake too (created, updated): it stays the
+		// resource's own entry, selected by the resource's tags.
+		return s.stage(name, action, cause, r.Tags, d, nil)
+	}
+	return s.stage(name, action, cause, nil, d, by)
+}
+
+// causes returns the emitters among changed whose connections feed an
+// input the diff lists: the resources whose change reached this one.
+func causes(conns []resources.Connection, d []Change, changed map[string]bool) []string {
+	var out []string
+	for _, c := range conns {
+		if !changed[c.Emitter] {
+			continue
+		}
+		for _, m := range c.Mappings {
+			if slices.ContainsFunc(d, func(ch Change) bool { return !ch.Connection && ch.Key == m.To }) {
+				out = append(out, c.Emitter)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // children restages every resource downstream of names whose effective
 // inputs differ from its committed state.
 func (s *Stager) children(names []string) ([]*Entry, error) {
 	down, err := s.cat.Downstream(names...)
-	if err != nil {
+	if err != nil || len(down) == 0 {
 		return nil, err
 	}
+	changed := make(map[string]bool, len(names)+len(down))
+	for _, n := range names {
+		changed[n] = true
+	}
+	for _, n := range down {
+		changed[n] = true
+	}
+	why := reason{cause: "affected by " + names[0], child: true, changed: changed}
 	var out []*Entry
 	for _, kid := range down {
-		ins, err := s.cat.Incoming(kid)
-		if err != nil {
-			return nil, err
-		}
-		var by []string
-		for _, c := range ins {
-			by = append(by, c.Emitter)
-		}
-		e, err := s.touchOne(kid, "affected by "+names[0], by, false)
+		e, err := s.touchOne(kid, why)
 		if err != nil {
 			return nil, err
 		}
@@ -242,9 +383,18 @@ func (s *Stager) children(names []string) ([]*Entry, error) {
 
 // Remove stages the removal of a resource. A resource that was never
 // committed has nothing to undo on any machine, so it is deleted at once
-// with its staged entries; otherwise it is marked and stays until the
-// removal is committed or discarded.
+// with its staged entries, rules and connections, and Remove returns nil;
+// otherwise it is marked and stays until the removal is committed or
+// discarded.
 func (s *Stager) Remove(name string) (*Entry, error) {
+	e, err := s.remove(name)
+	if err != nil {
+		return nil, err
+	}
+	return e, s.done(nil)
+}
+
+func (s *Stager) remove(name string) (*Entry, error) {
 	r, err := s.cat.Get(name)
 	if err != nil {
 		return nil, err
@@ -254,58 +404,45 @@ func (s *Stager) Remove(name string) (*Entry, error) {
 		return nil, err
 	}
 	if snap == nil {
-		down, err := s.cat.Downstream(name)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.dropResource(name); err != nil {
-			return nil, err
-		}
-		_, err = s.Touch("removed "+name, directOnly(s.cat, down)...)
-		return nil, err
+		return nil, s.deleteResource(name, "removed "+name)
 	}
-	for _, a := range []string{ActionRun, ActionUpdate} {
-		if err := deleteEntry(s.tx, Key(name, a)); err != nil {
+	// The removal supersedes any pending run or update.
+	s.drop(Key(name, ActionRun))
+	s.drop(Key(name, ActionUpdate))
+	if !r.Removing {
+		cp := *r
+		cp.Removing = true
+		if err := s.cat.Put(&cp); err != nil {
 			return nil, err
 		}
-	}
-	cp := *r
-	cp.Removing = true
-	if err := s.cat.Put(&cp); err != nil {
-		return nil, err
 	}
 	d := []Change{}
 	for _, k := range sortedKeys(snap.Inputs) {
 		if v := snap.Inputs[k]; v != nil {
-			out := Change{Op: OpRemove, Key: k, Old: v, Sensitive: r.Sensitive(k)}
-			d = append(d, out)
+			d = append(d, Change{Op: OpRemove, Key: k, Old: v, Sensitive: r.Sensitive(k)})
 		}
 	}
 	return s.stage(name, ActionRemove, "remove", r.Tags, d, nil)
 }
 
-// directOnly keeps the names that still exist.
-func directOnly(cat *resources.Catalog, names []string) []string {
-	var out []string
-	for _, n := range names {
-		if cat.Exists(n) {
-			out = append(out, n)
-		}
+// deleteResource deletes a resource with its staged entries, rules,
+// committed state and connections, then restages the resources it fed:
+// their connected inputs fall back to their own values.
+func (s *Stager) deleteResource(name, cause string) error {
+	rcvs, err := s.cat.Receivers(name)
+	if err != nil {
+		return err
 	}
-	return out
-}
-
-// dropResource deletes a resource with its connections, staged entries and
-// rules.
-func (s *Stager) dropResource(name string) error {
+	// ForResource reads the store, which must hold this Stager's writes.
+	if err := s.flush(); err != nil {
+		return err
+	}
 	ents, err := ForResource(s.tx, name)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if err := deleteEntry(s.tx, e.Key); err != nil {
-			return err
-		}
+		s.drop(e.Key)
 	}
 	if _, err := events.RemoveFor(s.tx, name); err != nil {
 		return err
@@ -313,26 +450,48 @@ func (s *Stager) dropResource(name string) error {
 	if err := s.tx.Delete(store.Committed, name); err != nil {
 		return err
 	}
-	return s.cat.Delete(name)
+	if err := s.cat.Delete(name); err != nil {
+		return err
+	}
+	_, err = s.touch(reason{cause: cause}, rcvs)
+	return err
 }
 
 // StageAction stages any action the base defines, also on committed
-// resources with nothing changed (restart, reload...).
+// resources with nothing changed (restart, reload...). The entry is marked
+// Explicit.
 func (s *Stager) StageAction(name, action string) (*Entry, error) {
+	e, err := s.stageAction(name, action)
+	if err != nil {
+		return nil, err
+	}
+	return e, s.done(nil)
+}
+
+func (s *Stager) stageAction(name, action string) (*Entry, error) {
 	r, err := s.cat.Get(name)
 	if err != nil {
 		return nil, err
 	}
 	if !r.HasAction(action) {
-		return nil, fmt.Errorf("%w: %s has no action %q (its base %s defines: %v)", ErrUnknownAction, name, action, r.Base.Name, r.Base.ActionNames())
+		return nil, fmt.Errorf("%w: %s has no action %q (its base %s defines: %s)", ErrUnknownAction, name, action, r.Base.Name, strings.Join(r.Base.ActionNames(), ", "))
 	}
 	d := []Change{}
 	if action == ActionRun || action == ActionUpdate {
-		if d, err = s.Diff(name); err != nil {
+		snap, err := Committed(s.tx, name)
+		if err != nil {
+			return nil, err
+		}
+		if d, _, err = s.diffOf(r, snap); err != nil {
 			return nil, err
 		}
 	}
-	return s.stage(name, action, "staged by hand", r.Tags, d, nil)
+	e, err := s.stage(name, action, "staged by hand", r.Tags, d, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.Explicit = true // e is pending: flush stores the mark with it
+	return e, nil
 }
 
 func sortedKeys(m map[string]any) []string {

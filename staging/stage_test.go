@@ -2,6 +2,7 @@ package staging_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,11 +33,45 @@ func openStore(tb testing.TB) *store.DB {
 		if err := db.Check(); err != nil {
 			tb.Errorf("store consistency: %v", err)
 		}
+		if err := checkTagIndex(db); err != nil {
+			tb.Errorf("staged tag index: %v", err)
+		}
 		if err := db.Close(); err != nil {
 			tb.Error(err)
 		}
 	})
 	return db
+}
+
+// checkTagIndex verifies that the tag index holds exactly one key per tag
+// of every staged entry, so a tag selection finds what the log says.
+func checkTagIndex(db *store.DB) error {
+	return db.View(func(tx *store.Tx) error {
+		want := map[string]bool{}
+		ents, err := staging.List(tx)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			for k, v := range e.Tags {
+				want[k+"="+v+"\x00"+e.Key] = true
+			}
+		}
+		var extra []string
+		if err := tx.ForEach(store.StagedTags, "", func(k string, _ []byte) error {
+			if !want[k] {
+				extra = append(extra, k)
+			}
+			delete(want, k)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(extra) > 0 || len(want) > 0 {
+			return fmt.Errorf("stale keys %q, missing keys %v", extra, want)
+		}
+		return nil
+	})
 }
 
 // run executes one command: one transaction with its own catalog and
@@ -560,6 +595,13 @@ func TestConnectStagesReceiver(t *testing.T) {
 	if diff := cmp.Diff(want, lines(e.Diff)); diff != "" {
 		t.Errorf("db.update diff (-want +got):\n%s", diff)
 	}
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		d, err := st.Diff("db")
+		if diff := cmp.Diff(want, lines(d)); diff != "" {
+			t.Errorf("Diff(db) (-want +got):\n%s", diff)
+		}
+		return err
+	})
 	if e.Tags["env"] != "1" || e.Cause != "connect n1" {
 		t.Errorf("db.update tags %v cause %q, want the receiver's tags and the connect as cause", e.Tags, e.Cause)
 	}
@@ -622,12 +664,12 @@ func TestSelect(t *testing.T) {
 	}{
 		{"env=1", env1},
 		{"env=2", env2},
-		{"env=1 | env=3", env1},                 // no index term
-		{"!env=2", env1},                        // negation: untagged entries follow their causes only
-		{"role=noop & env=1", env1},             // index on the first term, Match on all
+		{"env=1 | env=3", env1},     // no index term
+		{"!env=2", env1},            // negation: untagged entries follow their causes only
+		{"role=noop & env=1", env1}, // index on the first term, Match on all
 		{"env=*", []string{"a.update", "c.update", "d.update", "b.update", "e.update", "x.update", "f.restart"}},
-		{"resource=c", []string{}},              // a child is selected through its cause, never alone
-		{"resource=x", []string{"x.update"}},    // x's change does not flow to c
+		{"resource=c", []string{}},           // a child is selected through its cause, never alone
+		{"resource=x", []string{"x.update"}}, // x's change does not flow to c
 		{"resource=a", []string{"a.update", "c.update", "d.update"}},
 		{"env=3", []string{}},
 	}

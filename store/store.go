@@ -119,7 +119,9 @@ func Open(path string, opts Options) (*DB, error) {
 // holds it, a marker file says that someone waits, so a long holder (a
 // running plan) knows to let go for a moment; see Waiting.
 func openBolt(path string, wait time.Duration, noSync bool) (*bolt.DB, error) {
-	o := &bolt.Options{NoSync: noSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
+	// A large initial mmap only reserves address space; it spares big
+	// transactions (a 10,000-resource composition) repeated remaps.
+	o := &bolt.Options{NoSync: noSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, InitialMmapSize: 1 << 28}
 	o.Timeout = time.Nanosecond // one try
 	b, err := bolt.Open(path, 0o600, o)
 	if err == nil || !errors.Is(err, berrors.ErrTimeout) {

@@ -2,16 +2,12 @@ package ch
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
-	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/orch"
-	"github.com/solarops/solar/planner"
-	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/tags"
 )
@@ -62,28 +58,6 @@ and exits 0.` + "\n" + app.ExitHelp,
 	return c
 }
 
-func selectEntries(tx *store.Tx, exprs []*tags.Expr) ([]*staging.Entry, error) {
-	if len(exprs) == 0 {
-		return staging.List(tx)
-	}
-	seen := map[string]bool{}
-	var out []*staging.Entry
-	for _, e := range exprs {
-		ents, err := staging.Select(tx, e)
-		if err != nil {
-			return nil, err
-		}
-		for _, en := range ents {
-			if !seen[en.Key] {
-				seen[en.Key] = true
-				out = append(out, en)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
-}
-
 func processRun(opts *ProcessOptions) error {
 	exprs := make([]*tags.Expr, 0, len(opts.Tags))
 	for _, t := range opts.Tags {
@@ -93,62 +67,16 @@ func processRun(opts *ProcessOptions) error {
 		}
 		exprs = append(exprs, e)
 	}
-	var (
-		rec        *orch.Record
-		superseded []string
-	)
+	var res *orch.ProcessResult
 	err := opts.App.Update(func(tx *store.Tx) error {
-		ents, err := selectEntries(tx, exprs)
-		if err != nil || len(ents) == 0 {
-			return err
-		}
-		keys := make([]string, len(ents))
-		for i, e := range ents {
-			keys[i] = e.Key
-		}
-		pending, err := orch.Pending(tx)
-		if err != nil {
-			return err
-		}
-		var clash []string
-		for _, k := range keys {
-			if uid, ok := pending[k]; ok {
-				clash = append(clash, k+" (plan "+uid+")")
-			}
-		}
-		if len(clash) > 0 {
-			if !opts.Supersede {
-				return fmt.Errorf("%w: %s; run or stop that plan, or pass --supersede", orch.ErrPending, strings.Join(clash, ", "))
-			}
-			if superseded, err = orch.Supersede(tx, keys, opts.App.Now()); err != nil {
-				return err
-			}
-		}
-		rules, err := events.List(tx)
-		if err != nil {
-			return err
-		}
-		in := planner.Input{Rules: rules, Entries: make([]planner.Entry, len(ents))}
-		for i, e := range ents {
-			in.Entries[i] = planner.Entry{Key: e.Key, Resource: e.Resource, Action: e.Action}
-		}
-		p, err := planner.Build(in)
-		if err != nil {
-			return err
-		}
-		uid, err := orch.NewUID(tx, opts.App.Now())
-		if err != nil {
-			return err
-		}
-		rec = &orch.Record{UID: uid, CreatedAt: opts.App.Now().UTC(), Selection: opts.Tags, Plan: p}
-		if rec.Selection == nil {
-			rec.Selection = []string{}
-		}
-		return orch.Save(tx, rec)
+		var err error
+		res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now())
+		return err
 	})
 	if err != nil {
 		return err
 	}
+	rec, superseded := res.Record, res.Superseded
 	w := opts.App.IO.Err
 	if rec == nil {
 		sel := "anything"

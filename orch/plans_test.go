@@ -1,0 +1,314 @@
+package orch
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/store"
+)
+
+// testStorePath returns the path of a new store in a temp dir, checked for
+// consistency at cleanup. The store is closed between uses (see update),
+// since a Runner opens the file itself and bbolt's lock would make it wait.
+func testStorePath(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "solar.db")
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	t.Cleanup(func() {
+		db, err := store.Open(path, store.Options{})
+		if err != nil {
+			t.Errorf("reopen store: %v", err)
+			return
+		}
+		defer db.Close()
+		if err := db.Check(); err != nil {
+			t.Errorf("store inconsistent: %v", err)
+		}
+	})
+	return path
+}
+
+// update runs fn in one write transaction on the store at path, which is
+// closed again before it returns.
+func update(t *testing.T, path string, fn func(tx *store.Tx) error) {
+	t.Helper()
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// view runs fn in one read transaction on the store at path.
+func view(t *testing.T, path string, fn func(tx *store.Tx) error) {
+	t.Helper()
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stagedNode and triggeredNode make plan nodes by hand: the planner's own
+// tests cover how real plans are built.
+func stagedNode(resource, action string) planner.Node {
+	return planner.Node{ID: resource + "." + action + "#0", Resource: resource, Action: action, Staged: true, StagedKey: resource + "." + action}
+}
+
+func triggeredNode(resource, action string) planner.Node {
+	return planner.Node{ID: resource + "." + action + "#0", Resource: resource, Action: action, TriggeredBy: []string{"on x.run changed " + resource + "." + action}}
+}
+
+// savePlan stores a plan made of nodes under a new uid and returns the uid.
+func savePlan(t *testing.T, tx *store.Tx, now time.Time, nodes ...planner.Node) string {
+	t.Helper()
+	uid, err := NewUID(tx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Record{UID: uid, CreatedAt: now, Selection: []string{}, Plan: &planner.Plan{Nodes: nodes, Edges: []planner.Edge{}, Warnings: []string{}}}
+	if err := Save(tx, rec); err != nil {
+		t.Fatal(err)
+	}
+	return uid
+}
+
+func TestResolveWithoutPlans(t *testing.T) {
+	path := testStorePath(t)
+	for _, ref := range []string{"last", "last~1"} {
+		t.Run(ref, func(t *testing.T) {
+			view(t, path, func(tx *store.Tx) error {
+				_, err := Resolve(tx, ref)
+				if !errors.Is(err, ErrNoPlans) {
+					t.Errorf("Resolve(%q) = %v, want ErrNoPlans", ref, err)
+				}
+				return nil
+			})
+		})
+	}
+	view(t, path, func(tx *store.Tx) error {
+		if _, err := Resolve(tx, "20260101-000000-0001"); !errors.Is(err, ErrUnknownPlan) {
+			t.Errorf("Resolve(uid) on an empty store = %v, want ErrUnknownPlan", err)
+		}
+		return nil
+	})
+}
+
+func TestResolve(t *testing.T) {
+	path := testStorePath(t)
+	// Three plans created within one second: the sequence number alone
+	// must keep them in creation order.
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var uids []string
+	update(t, path, func(tx *store.Tx) error {
+		for _, r := range []string{"a", "b", "c"} {
+			uids = append(uids, savePlan(t, tx, now, stagedNode(r, "run")))
+		}
+		return nil
+	})
+	tests := []struct {
+		ref     string
+		want    string
+		wantErr error
+	}{
+		{ref: "last", want: uids[2]},
+		{ref: "last~0", want: uids[2]},
+		{ref: "last~1", want: uids[1]},
+		{ref: "last~2", want: uids[0]},
+		{ref: uids[1], want: uids[1]},
+		{ref: "last~3", wantErr: ErrUnknownPlan},
+		{ref: "last~-1", wantErr: ErrUnknownPlan},
+		{ref: "last~x", wantErr: ErrUnknownPlan},
+		{ref: "last~", wantErr: ErrUnknownPlan},
+		{ref: "nope", wantErr: ErrUnknownPlan},
+		{ref: "", wantErr: ErrUnknownPlan},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			view(t, path, func(tx *store.Tx) error {
+				got, err := Resolve(tx, tt.ref)
+				if tt.wantErr != nil {
+					if !errors.Is(err, tt.wantErr) {
+						t.Errorf("Resolve(%q) = %q, %v; want error %v", tt.ref, got, err, tt.wantErr)
+					}
+					return nil
+				}
+				if err != nil || got != tt.want {
+					t.Errorf("Resolve(%q) = %q, %v; want %q", tt.ref, got, err, tt.want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func TestLoadUnknownPlan(t *testing.T) {
+	path := testStorePath(t)
+	view(t, path, func(tx *store.Tx) error {
+		if _, err := Load(tx, "20260101-000000-0001"); !errors.Is(err, ErrUnknownPlan) {
+			t.Errorf("Load of a missing plan = %v, want ErrUnknownPlan", err)
+		}
+		return nil
+	})
+}
+
+func TestPending(t *testing.T) {
+	path := testStorePath(t)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var open, closed string
+	update(t, path, func(tx *store.Tx) error {
+		open = savePlan(t, tx, now,
+			stagedNode("a", "run"),        // pending: counts
+			stagedNode("b", "run"),        // interrupted: counts
+			stagedNode("c", "run"),        // succeeded: done
+			stagedNode("d", "run"),        // skipped: done
+			triggeredNode("e", "restart"), // not staged: never an entry of its own
+		)
+		for id, st := range map[string]State{
+			"b.run#0": {Status: StatusInProgress},
+			"c.run#0": {Status: StatusSuccess},
+			"d.run#0": {Status: StatusSkipped, Reason: ReasonStopped},
+		} {
+			if err := PutState(tx, open, id, st); err != nil {
+				return err
+			}
+		}
+		closed = savePlan(t, tx, now, stagedNode("f", "run"))
+		return SetOpen(tx, closed, false)
+	})
+	view(t, path, func(tx *store.Tx) error {
+		got, err := Pending(tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"a.run": open, "b.run": open}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Pending (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+}
+
+func TestSupersede(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	later := now.Add(time.Minute)
+	tests := []struct {
+		name  string
+		nodes []planner.Node
+		done  map[string]State // states recorded before Supersede
+		keys  []string
+		// wantPlans is what Supersede reports; wantStates the old plan's
+		// states afterwards; wantOpen whether it is still unfinished.
+		wantPlans  bool
+		wantStates map[string]State
+		wantOpen   bool
+	}{
+		{
+			name:      "some tasks taken over, others left to run",
+			nodes:     []planner.Node{stagedNode("a", "run"), stagedNode("b", "run"), triggeredNode("c", "restart")},
+			keys:      []string{"a.run", "x.run"},
+			wantPlans: true,
+			wantStates: map[string]State{
+				"a.run#0":     {Status: StatusSkipped, Reason: ReasonSuperseded, End: later},
+				"b.run#0":     {Status: StatusPending},
+				"c.restart#0": {Status: StatusPending},
+			},
+			wantOpen: true,
+		},
+		{
+			name:      "everything taken over closes the plan",
+			nodes:     []planner.Node{stagedNode("a", "run"), stagedNode("b", "run")},
+			done:      map[string]State{"b.run#0": {Status: StatusSuccess}},
+			keys:      []string{"a.run"},
+			wantPlans: true,
+			wantStates: map[string]State{
+				"a.run#0": {Status: StatusSkipped, Reason: ReasonSuperseded, End: later},
+				"b.run#0": {Status: StatusSuccess},
+			},
+			wantOpen: false,
+		},
+		{
+			name:      "a finished task is not superseded",
+			nodes:     []planner.Node{stagedNode("a", "run"), stagedNode("b", "run")},
+			done:      map[string]State{"a.run#0": {Status: StatusError, Err: "boom"}},
+			keys:      []string{"a.run"},
+			wantPlans: false,
+			wantStates: map[string]State{
+				"a.run#0": {Status: StatusError, Err: "boom"},
+				"b.run#0": {Status: StatusPending},
+			},
+			wantOpen: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := testStorePath(t)
+			var uid string
+			update(t, path, func(tx *store.Tx) error {
+				uid = savePlan(t, tx, now, tt.nodes...)
+				for id, st := range tt.done {
+					if err := PutState(tx, uid, id, st); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			update(t, path, func(tx *store.Tx) error {
+				got, err := Supersede(tx, tt.keys, later)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				if tt.wantPlans {
+					want = []string{uid}
+				}
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("Supersede plans (-want +got):\n%s", diff)
+				}
+				return nil
+			})
+			view(t, path, func(tx *store.Tx) error {
+				rec, err := Load(tx, uid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				states, err := States(tx, rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.wantStates, states); diff != "" {
+					t.Errorf("states after Supersede (-want +got):\n%s", diff)
+				}
+				if got := Open(tx, uid); got != tt.wantOpen {
+					t.Errorf("plan open = %v, want %v", got, tt.wantOpen)
+				}
+				pending, err := Pending(tx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range tt.keys {
+					if p, ok := pending[k]; ok && tt.wantPlans {
+						t.Errorf("entry %s still pending in plan %s after Supersede", k, p)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package orch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/tags"
+)
+
+// ProcessResult is what Process made.
+type ProcessResult struct {
+	Record *Record // nil when nothing was staged for the selection
+	// Superseded lists the older plans whose pending tasks were skipped.
+	Superseded []string
+}
+
+// Process turns the staged entries selected by exprs (all when none; the
+// union of several) into a plan and stores it. An entry still pending in an
+// unfinished plan is refused with ErrPending, naming the plan, unless
+// supersede is set.
+func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time) (*ProcessResult, error) {
+	ents, err := selectEntries(tx, exprs)
+	if err != nil || len(ents) == 0 {
+		return &ProcessResult{}, err
+	}
+	out := &ProcessResult{}
+	keys := make([]string, len(ents))
+	for i, e := range ents {
+		keys[i] = e.Key
+	}
+	pending, err := Pending(tx)
+	if err != nil {
+		return nil, err
+	}
+	var clash []string
+	for _, k := range keys {
+		if uid, ok := pending[k]; ok {
+			clash = append(clash, k+" (plan "+uid+")")
+		}
+	}
+	if len(clash) > 0 {
+		if !supersede {
+			return nil, fmt.Errorf("%w: %s; run or stop that plan, or pass --supersede", ErrPending, strings.Join(clash, ", "))
+		}
+		if out.Superseded, err = Supersede(tx, keys, now); err != nil {
+			return nil, err
+		}
+	}
+	rules, err := events.List(tx)
+	if err != nil {
+		return nil, err
+	}
+	in := planner.Input{Rules: rules, Entries: make([]planner.Entry, len(ents))}
+	for i, e := range ents {
+		in.Entries[i] = planner.Entry{Key: e.Key, Resource: e.Resource, Action: e.Action}
+	}
+	p, err := planner.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := NewUID(tx, now)
+	if err != nil {
+		return nil, err
+	}
+	if selection == nil {
+		selection = []string{}
+	}
+	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p}
+	return out, Save(tx, out.Record)
+}
+
+// selectEntries returns the union of the entries each expression selects,
+// in staging order.
+func selectEntries(tx *store.Tx, exprs []*tags.Expr) ([]*staging.Entry, error) {
+	if len(exprs) == 0 {
+		return staging.List(tx)
+	}
+	seen := map[string]bool{}
+	var out []*staging.Entry
+	for _, e := range exprs {
+		ents, err := staging.Select(tx, e)
+		if err != nil {
+			return nil, err
+		}
+		for _, en := range ents {
+			if !seen[en.Key] {
+				seen[en.Key] = true
+				out = append(out, en)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}

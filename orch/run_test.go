@@ -1,0 +1,433 @@
+package orch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+)
+
+// noopStack makes a store with one noop resource per name, each with its
+// run staged, and the rules; it saves a plan of every staged entry and
+// returns the store's path and the plan's uid. The store is closed.
+func noopStack(t *testing.T, names []string, rules ...string) (path, uid string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "resources", "noop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := resources.LoadBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = testStorePath(t)
+	update(t, path, func(tx *store.Tx) error {
+		cat := resources.NewCatalog(tx)
+		stg := staging.New(cat, time.Now)
+		for _, n := range names {
+			if _, err := cat.Create(resources.CreateSpec{Name: n, Base: base}, false); err != nil {
+				return err
+			}
+			if _, err := stg.Touch("create", n); err != nil {
+				return err
+			}
+		}
+		parsed := make([]events.Rule, 0, len(rules))
+		for _, text := range rules {
+			r, err := events.Parse(text)
+			if err != nil {
+				return err
+			}
+			parsed = append(parsed, r)
+		}
+		if _, err := events.Add(tx, cat, parsed...); err != nil {
+			return err
+		}
+		ents, err := staging.List(tx)
+		if err != nil {
+			return err
+		}
+		in := planner.Input{Rules: parsed}
+		for _, e := range ents {
+			in.Entries = append(in.Entries, planner.Entry{Key: e.Key, Resource: e.Resource, Action: e.Action})
+		}
+		p, err := planner.Build(in)
+		if err != nil {
+			return err
+		}
+		if uid, err = NewUID(tx, time.Now()); err != nil {
+			return err
+		}
+		return Save(tx, &Record{UID: uid, CreatedAt: time.Now().UTC(), Selection: []string{}, Plan: p})
+	})
+	return path, uid
+}
+
+// chain4 is four noop resources run one after the other.
+func chain4(t *testing.T) (path, uid string) {
+	return noopStack(t, []string{"n1", "n2", "n3", "n4"}, "after n1.run n2.run", "after n2.run n3.run", "after n3.run n4.run")
+}
+
+var chain4IDs = []string{"n1.run#0", "n2.run#0", "n3.run#0", "n4.run#0"}
+
+// transitions records what a Runner's Progress was told.
+type transitions struct {
+	mu   sync.Mutex
+	seen map[string][]Status
+	// pause, if set, is how long Progress sleeps after a final state: it
+	// stretches the run so another process can look at the store.
+	pause time.Duration
+}
+
+func (tr *transitions) progress(id string, st State) {
+	tr.mu.Lock()
+	if tr.seen == nil {
+		tr.seen = map[string][]Status{}
+	}
+	tr.seen[id] = append(tr.seen[id], st.Status)
+	tr.mu.Unlock()
+	if tr.pause > 0 && st.Status.Finished() {
+		time.Sleep(tr.pause)
+	}
+}
+
+func (tr *transitions) started(id string) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, s := range tr.seen[id] {
+		if s == StatusInProgress {
+			return true
+		}
+	}
+	return false
+}
+
+// commitState is what the store says about one staged task: its status,
+// whether its entry is still staged, and how many history entries its run
+// committed.
+type commitState struct {
+	Status    Status
+	Staged    bool
+	Committed int
+}
+
+func commitStates(t *testing.T, tx *store.Tx, uid string) map[string]commitState {
+	t.Helper()
+	rec, err := Load(tx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := States(tx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := staging.History(tx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]commitState{}
+	for _, n := range rec.Plan.Nodes {
+		if !n.Staged {
+			continue
+		}
+		cs := commitState{Status: states[n.ID].Status, Staged: tx.Has(store.Staged, n.StagedKey)}
+		for _, h := range hist {
+			if h.Plan == uid && h.Task == n.ID {
+				cs.Committed++
+			}
+		}
+		out[n.ID] = cs
+	}
+	return out
+}
+
+func succeeded(s Status) bool { return s == StatusSuccess || s == StatusNoop }
+
+// TestRunnerCommitsWithTheTaskState looks at the store from outside, as
+// another solar command would, again and again while a plan runs: at every
+// moment a task has succeeded exactly when its staged entry has moved to
+// history, once. Both are written in one transaction, so no snapshot can
+// show one without the other.
+func TestRunnerCommitsWithTheTaskState(t *testing.T) {
+	path, uid := chain4(t)
+	tr := &transitions{pause: 80 * time.Millisecond}
+	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Idle: time.Millisecond, Progress: tr.progress}
+
+	done := make(chan struct{})
+	var (
+		wg                 sync.WaitGroup
+		snapshots, partial int
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			db, err := store.Open(path, store.Options{LockWait: 5 * time.Second})
+			if err != nil {
+				t.Errorf("observer: %v", err)
+				return
+			}
+			err = db.View(func(tx *store.Tx) error {
+				n := 0
+				for id, cs := range commitStates(t, tx, uid) {
+					ok := succeeded(cs.Status)
+					if ok {
+						n++
+					}
+					if cs.Staged == ok || cs.Committed != map[bool]int{true: 1, false: 0}[ok] {
+						t.Errorf("snapshot %d: %s is %s but its entry is staged=%v, committed %d times", snapshots, id, cs.Status, cs.Staged, cs.Committed)
+					}
+				}
+				snapshots++
+				if n > 0 && n < len(chain4IDs) {
+					partial++
+				}
+				return nil
+			})
+			db.Close()
+			if err != nil {
+				t.Errorf("observer: %v", err)
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	_, states, err := r.Run(context.Background(), nil)
+	close(done)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, id := range chain4IDs {
+		if !succeeded(states[id].Status) {
+			t.Errorf("%s ended %s, want NOOP or SUCCESS", id, states[id].Status)
+		}
+	}
+	if partial == 0 {
+		t.Errorf("the observer took %d snapshots, none in the middle of the run: the test saw nothing", snapshots)
+	}
+	view(t, path, func(tx *store.Tx) error {
+		for id, cs := range commitStates(t, tx, uid) {
+			if want := (commitState{Status: StatusNoop, Staged: false, Committed: 1}); cs != want {
+				t.Errorf("after the run %s: %+v, want %+v", id, cs, want)
+			}
+		}
+		if Open(tx, uid) {
+			t.Error("the plan is still open after every task finished")
+		}
+		if tx.Has(store.Plans, runnerKey(uid)) {
+			t.Error("the runner record is left behind after the run")
+		}
+		return nil
+	})
+}
+
+// deadPID returns the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func putRunner(t *testing.T, tx *store.Tx, uid string, pid int) {
+	t.Helper()
+	raw, err := json.Marshal(runnerRecord{PID: pid, Started: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put(store.Plans, runnerKey(uid), raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunnerResumesAfterCrash sets the store as a kill -9 leaves it: the
+// first task finished and committed, the second recorded INPROGRESS, the
+// rest PENDING, and a runner record naming a process that is gone. A new
+// Runner must take over, run the interrupted task and those after it, and
+// leave the finished one alone.
+func TestRunnerResumesAfterCrash(t *testing.T) {
+	path, uid := chain4(t)
+	crashed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	finished := State{Status: StatusNoop, Attempts: 1, Start: crashed, End: crashed.Add(time.Millisecond)}
+	update(t, path, func(tx *store.Tx) error {
+		if err := PutState(tx, uid, "n1.run#0", finished); err != nil {
+			return err
+		}
+		if _, err := staging.New(resources.NewCatalog(tx), func() time.Time { return crashed }).Commit("n1.run", uid, "n1.run#0", nil); err != nil {
+			return err
+		}
+		if err := PutState(tx, uid, "n2.run#0", State{Status: StatusInProgress, Start: crashed}); err != nil {
+			return err
+		}
+		putRunner(t, tx, uid, deadPID(t))
+		return nil
+	})
+
+	tr := &transitions{}
+	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
+	_, states, err := r.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("Run after a crash: %v", err)
+	}
+	if tr.started("n1.run#0") {
+		t.Error("n1.run#0 had finished before the crash but ran again")
+	}
+	if diff := cmp.Diff(finished, states["n1.run#0"]); diff != "" {
+		t.Errorf("n1.run#0's recorded state changed (-before +after):\n%s", diff)
+	}
+	for _, id := range chain4IDs[1:] {
+		if !tr.started(id) {
+			t.Errorf("%s did not run", id)
+		}
+		if st := states[id]; !succeeded(st.Status) || st.Attempts != 1 || !st.Start.After(crashed) {
+			t.Errorf("%s: %+v, want a fresh NOOP or SUCCESS after one attempt", id, st)
+		}
+	}
+	view(t, path, func(tx *store.Tx) error {
+		for id, cs := range commitStates(t, tx, uid) {
+			if !succeeded(cs.Status) || cs.Staged || cs.Committed != 1 {
+				t.Errorf("%s: %+v, want succeeded, not staged, committed once", id, cs)
+			}
+		}
+		if Open(tx, uid) {
+			t.Error("the resumed plan is still open")
+		}
+		return nil
+	})
+}
+
+// procState returns the state letter of pid from /proc ("R", "S", "Z"...).
+func procState(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// TestRunnerClaim checks that only one live process runs a plan. The other
+// runner is a child process (sleep) whose pid is written as the plan's
+// runner, since a Runner ignores a record naming its own process.
+func TestRunnerClaim(t *testing.T) {
+	tests := []struct {
+		name string
+		// end brings the recorded runner to the state under test.
+		end         func(t *testing.T, cmd *exec.Cmd)
+		wantRunning bool
+	}{
+		{name: "alive", end: func(*testing.T, *exec.Cmd) {}, wantRunning: true},
+		{name: "exited", end: func(t *testing.T, cmd *exec.Cmd) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}},
+		{name: "zombie", end: func(t *testing.T, cmd *exec.Cmd) {
+			// Killed but not reaped: kill(pid, 0) still succeeds, as it
+			// does where pid 1 does not reap orphans.
+			_ = cmd.Process.Kill()
+			deadline := time.Now().Add(5 * time.Second)
+			for procState(cmd.Process.Pid) != "Z" {
+				if time.Now().After(deadline) {
+					t.Skip("cannot observe a zombie through /proc here")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, uid := chain4(t)
+			other := exec.Command("sleep", "30")
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			reap := func() {
+				once.Do(func() {
+					_ = other.Process.Kill()
+					_ = other.Wait()
+				})
+			}
+			t.Cleanup(reap)
+			update(t, path, func(tx *store.Tx) error {
+				putRunner(t, tx, uid, other.Process.Pid)
+				return nil
+			})
+			tt.end(t, other)
+
+			tr := &transitions{}
+			r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
+			_, _, err := r.Run(context.Background(), nil)
+			if !tt.wantRunning {
+				if err != nil {
+					t.Fatalf("Run with a dead runner recorded: %v, want the claim ignored", err)
+				}
+				view(t, path, func(tx *store.Tx) error {
+					for id, cs := range commitStates(t, tx, uid) {
+						if !succeeded(cs.Status) {
+							t.Errorf("%s ended %s", id, cs.Status)
+						}
+					}
+					return nil
+				})
+				return
+			}
+			if !errors.Is(err, ErrRunning) {
+				t.Fatalf("Run while pid %d runs the plan: %v, want ErrRunning", other.Process.Pid, err)
+			}
+			if want := "being run by pid " + strconv.Itoa(other.Process.Pid); !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+			for _, id := range chain4IDs {
+				if tr.started(id) {
+					t.Errorf("%s ran although the plan belongs to another process", id)
+				}
+			}
+			view(t, path, func(tx *store.Tx) error {
+				for id, cs := range commitStates(t, tx, uid) {
+					if want := (commitState{Status: StatusPending, Staged: true}); cs != want {
+						t.Errorf("%s after the refusal: %+v, want %+v", id, cs, want)
+					}
+				}
+				var rr runnerRecord
+				raw, err := tx.Get(store.Plans, runnerKey(uid))
+				if err != nil || json.Unmarshal(raw, &rr) != nil || rr.PID != other.Process.Pid {
+					t.Errorf("the refused Run changed the runner record: %s, %v", raw, err)
+				}
+				return nil
+			})
+			// Once the other process is gone the plan can be run.
+			reap()
+			if _, _, err := r.Run(context.Background(), nil); err != nil {
+				t.Fatalf("Run after the other runner died: %v", err)
+			}
+		})
+	}
+}
