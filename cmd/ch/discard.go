@@ -2,6 +2,7 @@ package ch
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +49,10 @@ Resources downstream are restaged to match.` + "\n" + app.ExitHelp,
 }
 
 func discardRun(opts *DiscardOptions) error {
-	var ents []*staging.Entry
+	var (
+		ents []*staging.Entry
+		kept = map[string]*staging.Entry{}
+	)
 	err := opts.App.Update(func(tx *store.Tx) error {
 		st := staging.New(resources.NewCatalog(tx), opts.App.Now)
 		var err error
@@ -57,12 +61,26 @@ func discardRun(opts *DiscardOptions) error {
 		} else {
 			ents, err = st.Discard(opts.Keys...)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// An affected child stays staged while the change that caused it
+		// does: say so rather than claim it was discarded.
+		for _, e := range ents {
+			if cur, err := staging.Get(tx, e.Key); err == nil {
+				kept[e.Key] = cur
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
+		if cur, ok := kept[e.Key]; ok {
+			fmt.Fprintf(opts.App.IO.Out, "kept %s: it follows the staged change of %s\n", e.Key, strings.Join(cur.AffectedBy, ", "))
+			continue
+		}
 		fmt.Fprintf(opts.App.IO.Out, "discarded %s\n", e.Key)
 	}
 	if len(ents) == 0 {

@@ -190,7 +190,10 @@ func stageActionRun(opts *StageOptions) error {
 			return err
 		}
 	}
-	var ents []*staging.Entry
+	var (
+		ents       []*staging.Entry
+		removedNow []string
+	)
 	err := opts.App.Update(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
 		names := []string{opts.Name}
@@ -209,9 +212,22 @@ func stageActionRun(opts *StageOptions) error {
 		}
 		st := staging.New(cat, opts.App.Now)
 		for _, n := range names {
-			e, err := st.StageAction(n, opts.Action)
+			var (
+				e   *staging.Entry
+				err error
+			)
+			if opts.Action == staging.ActionRemove {
+				// A remove is a removal, whichever way it is asked for.
+				e, err = st.Remove(n)
+			} else {
+				e, err = st.StageAction(n, opts.Action)
+			}
 			if err != nil {
 				return err
+			}
+			if e == nil {
+				removedNow = append(removedNow, n)
+				continue
 			}
 			ents = append(ents, e)
 		}
@@ -229,6 +245,9 @@ func stageActionRun(opts *StageOptions) error {
 	}
 	for _, e := range ents {
 		fmt.Fprintf(opts.App.IO.Out, "staged %s\n", e.Key)
+	}
+	for _, n := range removedNow {
+		fmt.Fprintf(opts.App.IO.Out, "removed %s (it was never committed)\n", n)
 	}
 	return nil
 }
