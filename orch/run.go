@@ -337,9 +337,9 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			if err != nil {
 				return err
 			}
-			inputs = make(map[string]any, len(eff))
-			for k, v := range eff {
-				inputs[k] = v
+			inputs = make(map[string]any, len(info.inputDefs))
+			for name := range info.inputDefs {
+				inputs[name] = eff[name] // nil when unset: the script sees ""
 			}
 			return nil
 		})
@@ -351,6 +351,9 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
 		})
+		if err == nil {
+			err = info.checkOutputs(res.Outputs)
+		}
 		if err == nil {
 			ex.mu.Lock()
 			ex.outputs[t.ID] = res.Outputs
@@ -364,6 +367,19 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		}
 	}
 	return Outcome{Err: last, Attempts: attempts}
+}
+
+// checkOutputs refuses outputs that do not fit the inputs they would set:
+// the attempt fails, rather than the run.
+func (ti *taskInfo) checkOutputs(outs map[string]any) error {
+	for k, v := range outs {
+		if d, ok := ti.inputDefs[k]; ok {
+			if _, err := d.Schema.Check(v); err != nil {
+				return fmt.Errorf("output %q does not fit input %s (%s)", k, k, d.Schema)
+			}
+		}
+	}
+	return nil
 }
 
 // persist records a state change. Final states of tasks with side effects
@@ -473,15 +489,11 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 			}
 		}
 	}
+	// The action ran with the resource's current inputs, so whatever is
+	// staged for it (its own entry, a refresh left earlier, or an entry
+	// outside the selection that a rule pulled in) is done.
 	key := staging.Key(n.Resource, n.Action)
-	commit := n.Staged
-	if !commit {
-		// A triggered task also settles a refresh left for it earlier.
-		if e, err := staging.Get(tx, key); err == nil && strings.HasPrefix(e.Cause, refreshCause) {
-			commit = true
-		}
-	}
-	if commit && tx.Has(store.Staged, key) {
+	if tx.Has(store.Staged, key) {
 		if _, err := stg.Commit(key, ex.rec.UID, id, ran); err != nil {
 			return fmt.Errorf("commit %s: %w", key, err)
 		}
@@ -499,7 +511,15 @@ const refreshCause = "refresh"
 // subscriber never runs (failure upstream, stop, crash), it stays staged and
 // is in the next plan: nothing is forgotten.
 func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *taskInfo) error {
-	for _, e := range info.reactOut {
+	// Subscribers hang after the action's last instance, so the edges of
+	// every instance of this action count.
+	var out []planner.Edge
+	for _, n := range ex.rec.Plan.Nodes {
+		if n.Resource == info.node.Resource && n.Action == info.node.Action {
+			out = append(out, ex.infos[n.ID].reactOut...)
+		}
+	}
+	for _, e := range out {
 		if !e.Event.Matches(events.ResultChanged) {
 			continue
 		}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -301,7 +303,9 @@ func LoadBase(dir string) (*Base, error) {
 	var mf metaFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&mf); err != nil {
+	// An empty (or comments only) meta.yaml is a base with no actions and
+	// no inputs, as "{}" is; the decoder reports it as io.EOF.
+	if err := dec.Decode(&mf); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBase, shown, yamlMessage(err))
 	}
 	b := &Base{Name: filepath.Base(abs), Dir: abs, Handler: mf.Handler, Version: mf.Version, Node: mf.Node, Actions: mf.Actions, Tags: mf.Tags}
@@ -369,6 +373,9 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 		if !inputNameRe.MatchString(name) {
 			return fmt.Errorf("%w: %s:%d: invalid input name %q (want [a-z_][a-z0-9_]*)", ErrBase, shown, key.Line, name)
 		}
+		if err := knownKeys(val, "schema", "value", "sensitive"); err != nil {
+			return fmt.Errorf("%w: %s:%v: input %q: %v", ErrBase, shown, err.line, name, err.msg)
+		}
 		var f inputFile
 		if err := val.Decode(&f); err != nil {
 			return fmt.Errorf("%w: %s:%d: input %q: %s", ErrBase, shown, val.Line, name, yamlMessage(err))
@@ -390,6 +397,28 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 			return fmt.Errorf("%w: %s:%d: input %q declared twice", ErrBase, shown, key.Line, name)
 		}
 		b.Inputs = append(b.Inputs, InputDef{Name: name, Schema: s, Default: def, Sensitive: f.Sensitive})
+	}
+	return nil
+}
+
+// keyError is an unknown key found by knownKeys, with its line.
+type keyError struct {
+	line int
+	msg  string
+}
+
+// knownKeys reports the first key of mapping n that is not one of keys.
+// yaml.Node.Decode ignores unknown fields even when the document's decoder
+// has KnownFields set, so a typo such as "vaule" would silently drop a value.
+func knownKeys(n *yaml.Node, keys ...string) *keyError {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !slices.Contains(keys, k.Value) {
+			return &keyError{line: k.Line, msg: fmt.Sprintf("unknown field %q (want %s)", k.Value, strings.Join(keys, ", "))}
+		}
 	}
 	return nil
 }

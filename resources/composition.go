@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/tags"
 )
 
@@ -83,6 +84,9 @@ func LoadComposition(path string, getenv func(string) string) (*Composition, err
 	dir := filepath.Dir(path)
 	for i := range f.Resources {
 		n := &f.Resources[i]
+		if err := knownKeys(n, "id", "from", "location", "tags", "input", "meta"); err != nil {
+			return nil, invalidf("%s:%d: %s", path, err.line, err.msg)
+		}
 		var e compEntry
 		if err := n.Decode(&e); err != nil {
 			return nil, invalidf("%s:%d: %s", path, n.Line, yamlMessage(err))
@@ -161,6 +165,7 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 			bases[e.From] = b
 		}
 		vals := Values{Text: map[string]string{}, Raw: map[string]any{}}
+		partial := map[string]any{} // objects that also take keys by reference
 		keys := make([]string, 0, len(e.Input))
 		for k := range e.Input {
 			keys = append(keys, k)
@@ -181,6 +186,7 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 			}
 			if obj, ok := v.(map[string]any); ok {
 				plain := map[string]any{}
+				refKeys := map[string]bool{}
 				okeys := make([]string, 0, len(obj))
 				for ok := range obj {
 					okeys = append(okeys, ok)
@@ -189,11 +195,23 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 				for _, ok := range okeys {
 					if r, in, isRef := ref(obj[ok]); isRef {
 						conns = append(conns, pending{r, e.ID, Mapping{From: in, To: k, Key: ok}, e.Line})
+						refKeys[ok] = true
 					} else {
 						plain[ok] = obj[ok]
 					}
 				}
-				if len(plain) > 0 {
+				d, known := b.Input(k)
+				switch {
+				case len(plain) == 0:
+				case len(refKeys) > 0 && known && d.Schema.Kind == schema.Object:
+					// The referenced keys arrive with the connections, so a
+					// required one must not fail the check of the others.
+					val, err := withOptional(d.Schema, refKeys).Check(plain)
+					if err != nil {
+						return nil, invalidf("%s: %s: input %q (%s): %v", where, e.ID, k, d.Schema, maskErr(d, err))
+					}
+					partial[k] = val
+				default:
 					vals.Raw[k] = plain
 				}
 				continue
@@ -223,6 +241,14 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
+		if len(partial) > 0 {
+			for k, v := range partial {
+				r.Inputs[k] = v
+			}
+			if err := c.Put(r); err != nil {
+				return nil, err
+			}
+		}
 		res.Resources = append(res.Resources, r)
 	}
 	// Group mappings per (emitter, receiver) so each pair is one connection.
@@ -251,6 +277,23 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (*Compositio
 		}
 	}
 	return res, nil
+}
+
+// withOptional returns a copy of the object schema s in which keys are
+// optional.
+func withOptional(s *schema.Schema, keys map[string]bool) *schema.Schema {
+	cp := *s
+	cp.Required = false
+	cp.Fields = make([]schema.Field, len(s.Fields))
+	for i, f := range s.Fields {
+		if keys[f.Name] {
+			fs := *f.Schema
+			fs.Required = false
+			f.Schema = &fs
+		}
+		cp.Fields[i] = f
+	}
+	return &cp
 }
 
 func allRefs(list []any) bool {

@@ -3,6 +3,7 @@ package resources
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,10 @@ type Connection struct {
 	Receiver string    `json:"receiver"`
 	Mappings []Mapping `json:"mappings"`
 	Seq      uint64    `json:"seq"`
+	// Rules are the default rules this connection added (canonical text),
+	// so that disconnecting removes those and never a rule the operator
+	// wrote by hand.
+	Rules []string `json:"rules,omitempty"`
 }
 
 // Keys in the connections bucket: one record under the receiver, one index
@@ -221,7 +226,7 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	}
 	conn := Connection{Emitter: emitter, Receiver: receiver, Mappings: mappings}
 	if old, ok := c.Connection(emitter, receiver); ok {
-		conn.Seq = old.Seq
+		conn.Seq, conn.Rules = old.Seq, old.Rules
 	} else {
 		seq, err := c.tx.NextSequence(store.Connections)
 		if err != nil {
@@ -335,12 +340,14 @@ func fits(a, b *schema.Schema) bool {
 
 // checkCycle refuses a connection that would let an input's value depend on
 // itself. Data flows between (resource, input) pairs, so two resources may
-// feed each other through different inputs.
+// feed each other through different inputs. The search sees conn in place
+// of any connection it replaces: its mappings may close a cycle together,
+// and the replaced ones no longer count.
 func (c *Catalog) checkCycle(conn Connection) error {
 	for _, m := range conn.Mappings {
 		start := conn.Receiver + "." + m.To
 		goal := conn.Emitter + "." + m.From
-		path, err := c.findFlow(conn.Receiver, m.To, goal, map[string]bool{start: true})
+		path, err := c.findFlow(conn, conn.Receiver, m.To, goal, map[string]bool{start: true})
 		if err != nil {
 			return err
 		}
@@ -353,18 +360,26 @@ func (c *Catalog) checkCycle(conn Connection) error {
 }
 
 // findFlow searches, depth first, for a data path from res.input to goal
-// and returns the nodes after the start, ending with goal.
-func (c *Catalog) findFlow(res, input, goal string, seen map[string]bool) ([]string, error) {
+// and returns the nodes after the start, ending with goal. pending is the
+// connection being made, seen as if it were stored.
+func (c *Catalog) findFlow(pending Connection, res, input, goal string, seen map[string]bool) ([]string, error) {
 	rcvs, err := c.Receivers(res)
 	if err != nil {
 		return nil, err
 	}
+	if res == pending.Emitter && !slices.Contains(rcvs, pending.Receiver) {
+		rcvs = append(rcvs, pending.Receiver)
+	}
 	for _, rcv := range rcvs {
-		conn, ok := c.Connection(res, rcv)
-		if !ok {
-			continue
+		mappings := pending.Mappings
+		if res != pending.Emitter || rcv != pending.Receiver {
+			conn, ok := c.Connection(res, rcv)
+			if !ok {
+				continue
+			}
+			mappings = conn.Mappings
 		}
-		for _, m := range conn.Mappings {
+		for _, m := range mappings {
 			if m.From != input {
 				continue
 			}
@@ -376,7 +391,7 @@ func (c *Catalog) findFlow(res, input, goal string, seen map[string]bool) ([]str
 				continue
 			}
 			seen[node] = true
-			rest, err := c.findFlow(rcv, m.To, goal, seen)
+			rest, err := c.findFlow(pending, rcv, m.To, goal, seen)
 			if err != nil {
 				return nil, err
 			}
@@ -386,6 +401,26 @@ func (c *Catalog) findFlow(res, input, goal string, seen map[string]bool) ([]str
 		}
 	}
 	return nil, nil
+}
+
+// AddConnectionRules records rules (canonical text) added on behalf of the
+// connection from emitter to receiver.
+func (c *Catalog) AddConnectionRules(emitter, receiver string, rules []string) error {
+	conn, ok := c.Connection(emitter, receiver)
+	if !ok {
+		return invalidf("%s is not connected to %s", emitter, receiver)
+	}
+	cp := *conn
+	cp.Rules = append(append([]string(nil), conn.Rules...), rules...)
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	if err := c.tx.Put(store.Connections, inKey(receiver, emitter), raw); err != nil {
+		return err
+	}
+	delete(c.in, receiver)
+	return nil
 }
 
 // Disconnect removes the connection from emitter to receiver; the receiver's
@@ -422,11 +457,15 @@ func (c *Catalog) Effective(name string) (map[string]any, error) {
 	return c.effective(name, 0)
 }
 
+// maxDepth bounds the recursion: checkCycle keeps cycles out, so only a
+// store written by something else can reach it.
+const maxDepth = 10000
+
 func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 	if v, ok := c.eff[name]; ok {
 		return v, nil
 	}
-	if depth > 10000 {
+	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
 	}
 	r, err := c.Get(name)
@@ -441,55 +480,155 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 	for k, v := range r.Inputs {
 		out[k] = v
 	}
-	listStarted := map[string]bool{}
+	if len(conns) > 0 {
+		c.busy[name] = true
+		defer delete(c.busy, name)
+	}
+	var listStarted map[string]bool
 	for _, conn := range conns {
-		src, err := c.effective(conn.Emitter, depth+1)
-		if err != nil {
-			return nil, err
-		}
 		e, err := c.Get(conn.Emitter)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range conn.Mappings {
-			to, ok := r.Base.Input(m.To)
-			if !ok {
-				continue
+			val, err := c.emitted(conn.Emitter, m.From, depth+1)
+			if err != nil {
+				return nil, err
 			}
-			from, _ := e.Base.Input(m.From)
-			val := src[m.From]
-			switch {
-			case m.Key != "":
-				obj := map[string]any{}
-				if cur, ok := out[m.To].(map[string]any); ok {
-					for k, v := range cur {
-						obj[k] = v
-					}
-				}
-				if val == nil {
-					delete(obj, m.Key)
-				} else {
-					obj[m.Key] = val
-				}
-				out[m.To] = obj
-			case to.Schema.Kind == schema.List && from != nil && from.Schema.Kind != schema.List:
-				var list []any
-				if listStarted[m.To] {
-					list = append(list, out[m.To].([]any)...)
-				}
-				listStarted[m.To] = true
-				if val != nil {
-					list = append(list, val)
-				}
-				if list == nil {
-					list = []any{}
-				}
-				out[m.To] = list
-			default:
-				out[m.To] = val
-			}
+			apply(out, r, e, m, val, &listStarted)
 		}
 	}
 	c.eff[name] = out
 	return out, nil
+}
+
+// emitted returns the effective value of one input of emitter. Two
+// resources may feed each other through different inputs; when emitter is
+// already being computed further up, only the one input is computed, which
+// cannot loop because checkCycle refuses cycles between inputs.
+func (c *Catalog) emitted(emitter, input string, depth int) (any, error) {
+	if !c.busy[emitter] {
+		src, err := c.effective(emitter, depth)
+		if err != nil {
+			return nil, err
+		}
+		return src[input], nil
+	}
+	if depth > maxDepth {
+		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, emitter)
+	}
+	r, err := c.Get(emitter)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := c.Incoming(emitter)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{input: r.Inputs[input]}
+	var listStarted map[string]bool
+	for _, conn := range conns {
+		for _, m := range conn.Mappings {
+			if m.To != input {
+				continue
+			}
+			e, err := c.Get(conn.Emitter)
+			if err != nil {
+				return nil, err
+			}
+			val, err := c.emitted(conn.Emitter, m.From, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			apply(out, r, e, m, val, &listStarted)
+		}
+	}
+	return out[input], nil
+}
+
+// apply sets what mapping m from e makes of r's input m.To in out, given
+// val, e's effective value of m.From: one key of an object, one element of
+// a list per emitter (the first replaces r's own list), or else the whole
+// value, the last connection winning. listStarted records the lists begun.
+func apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *map[string]bool) {
+	to, ok := r.Base.Input(m.To)
+	if !ok {
+		return
+	}
+	from, ok := e.Base.Input(m.From)
+	if !ok {
+		return
+	}
+	switch {
+	case m.Key != "":
+		obj := map[string]any{}
+		if cur, ok := out[m.To].(map[string]any); ok {
+			for k, v := range cur {
+				obj[k] = v
+			}
+		}
+		if val == nil {
+			delete(obj, m.Key)
+		} else {
+			for _, f := range to.Schema.Fields {
+				if f.Name == m.Key {
+					val = widen(val, from.Schema, f.Schema)
+				}
+			}
+			obj[m.Key] = val
+		}
+		out[m.To] = obj
+	case to.Schema.Kind == schema.List && from.Schema.Kind != schema.List:
+		if *listStarted == nil {
+			*listStarted = map[string]bool{}
+		}
+		var list []any
+		if (*listStarted)[m.To] {
+			list = append(list, out[m.To].([]any)...)
+		}
+		(*listStarted)[m.To] = true
+		if val != nil {
+			list = append(list, widen(val, from.Schema, to.Schema.Elem))
+		}
+		if list == nil {
+			list = []any{}
+		}
+		out[m.To] = list
+	default:
+		out[m.To] = widen(val, from.Schema, to.Schema)
+	}
+}
+
+// widen gives val, a value of schema from, the form schema to wants. fits
+// lets an int flow where a float is wanted, at any depth; the value must
+// then become a float64 like every float the store gives back.
+func widen(val any, from, to *schema.Schema) any {
+	if val == nil || sameKinds(from, to) {
+		return val
+	}
+	if cv, err := to.Check(val); err == nil {
+		return cv
+	}
+	return val
+}
+
+// sameKinds reports whether a and b have the same kinds all the way down,
+// so that a's values need no conversion for b.
+func sameKinds(a, b *schema.Schema) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case schema.List:
+		return sameKinds(a.Elem, b.Elem)
+	case schema.Object:
+		for _, bf := range b.Fields {
+			for _, af := range a.Fields {
+				if af.Name == bf.Name && !sameKinds(af.Schema, bf.Schema) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -2,7 +2,9 @@ package resources
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -62,6 +64,10 @@ func decodeResource(raw []byte) (*Resource, error) {
 		if d, ok := r.Base.Input(name); ok && v != nil {
 			if cv, err := d.Schema.Check(v); err == nil {
 				r.Inputs[name] = cv
+			} else if cv, err := optional(d.Schema).Check(v); err == nil {
+				// An object whose required keys come from connections
+				// (compositions store the other keys alone).
+				r.Inputs[name] = cv
 			}
 		}
 	}
@@ -71,18 +77,37 @@ func decodeResource(raw []byte) (*Resource, error) {
 	return &r, nil
 }
 
+// optional returns a copy of s in which nothing is required, at any depth.
+func optional(s *schema.Schema) *schema.Schema {
+	cp := *s
+	cp.Required = false
+	if s.Elem != nil {
+		cp.Elem = optional(s.Elem)
+	}
+	if s.Fields != nil {
+		cp.Fields = make([]schema.Field, len(s.Fields))
+		for i, f := range s.Fields {
+			cp.Fields[i] = schema.Field{Name: f.Name, Schema: optional(f.Schema)}
+		}
+	}
+	return &cp
+}
+
 // Catalog is the resources and connections seen through one transaction.
 // It caches what it reads; all writes go through it so the caches stay true.
 type Catalog struct {
 	tx  *store.Tx
 	res map[string]*Resource
 	eff map[string]map[string]any
-	in  map[string][]Connection
+	// busy holds the resources whose effective values are being computed,
+	// to tell resources feeding each other from a cycle.
+	busy map[string]bool
+	in   map[string][]Connection
 }
 
 // NewCatalog returns a catalog over tx.
 func NewCatalog(tx *store.Tx) *Catalog {
-	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, in: map[string][]Connection{}}
+	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{}}
 }
 
 // Tx returns the transaction the catalog reads and writes.
@@ -225,13 +250,18 @@ type Values struct {
 // (v read as YAML for non-string schemas) or a JSON object.
 func ParseValues(args []string) (Values, error) {
 	v := Values{Text: map[string]string{}, Raw: map[string]any{}}
-	for _, a := range args {
+	for i, a := range args {
 		if strings.HasPrefix(strings.TrimSpace(a), "{") {
 			dec := json.NewDecoder(strings.NewReader(a))
 			dec.UseNumber()
 			var m map[string]any
+			// The text is not echoed in errors: it may hold a sensitive
+			// value, and which inputs are sensitive is not known yet.
 			if err := dec.Decode(&m); err != nil {
-				return v, invalidf("JSON value %s: %s", quoteShort(a), jsonMessage(a, err))
+				return v, invalidf("JSON value (argument %d): %s", i+1, jsonMessage(a, err))
+			}
+			if off := int(dec.InputOffset()); strings.TrimSpace(a[off:]) != "" {
+				return v, invalidf("JSON value (argument %d): %s: text after the object", i+1, jsonPos(a, off))
 			}
 			for k, x := range m {
 				v.Raw[k] = x
@@ -256,20 +286,30 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// jsonMessage turns a JSON syntax error offset into line and column.
+// jsonMessage gives a JSON error with its line and column: a syntax error
+// at its offset, a value cut short at the end of the text.
 func jsonMessage(text string, err error) string {
-	if se, ok := err.(*json.SyntaxError); ok {
-		line, col := 1, 1
-		for i := 0; i < int(se.Offset)-1 && i < len(text); i++ {
-			if text[i] == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-		}
-		return fmt.Sprintf("line %d column %d: %v", line, col, err)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return jsonPos(text, int(se.Offset)-1) + ": " + err.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return jsonPos(text, len(text)) + ": unexpected end of JSON input"
 	}
 	return err.Error()
+}
+
+// jsonPos renders a byte offset in text as "line L column C".
+func jsonPos(text string, off int) string {
+	line, col := 1, 1
+	for i := 0; i < off && i < len(text); i++ {
+		if text[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d column %d", line, col)
 }
 
 // Names returns the inputs the values set, sorted.
@@ -320,6 +360,12 @@ func maskErr(d *InputDef, err error) error {
 		return err
 	}
 	if ce, ok := err.(*schema.CheckError); ok {
+		if ce.Got == nil || ce.Got == "" {
+			return err // a missing value: nothing to hide
+		}
+		if ce.Path == "" {
+			return fmt.Errorf("want %s (value hidden: sensitive)", ce.Want)
+		}
 		return fmt.Errorf("%s: want %s (value hidden: sensitive)", ce.Path, ce.Want)
 	}
 	return fmt.Errorf("invalid value (hidden: sensitive)")

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 
@@ -60,4 +61,12 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 		}
 	}
 	return nil
+}
+
+// Count renders "1 rule", "2 rules".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -77,9 +77,14 @@ func connectRun(opts *ConnectOptions) error {
 			return err
 		}
 		if !opts.NoEvents {
-			if added, err = events.Add(tx, cat, events.DefaultRules(cat, opts.Emitter, opts.Receiver)...); err != nil {
+			rules, err := events.AddDefaults(tx, cat, opts.Emitter, opts.Receiver)
+			if err != nil {
 				return err
 			}
+			if err := cat.AddConnectionRules(opts.Emitter, opts.Receiver, rules); err != nil {
+				return err
+			}
+			added = len(rules)
 		}
 		staged, err = staging.New(cat, opts.App.Now).Touch("connect "+opts.Emitter, opts.Receiver)
 		return err
@@ -91,7 +96,7 @@ func connectRun(opts *ConnectOptions) error {
 	for i, m := range conn.Mappings {
 		ms[i] = m.String()
 	}
-	fmt.Fprintf(opts.App.IO.Out, "connected %s -> %s (%s); %d rules added%s\n", opts.Emitter, opts.Receiver, strings.Join(ms, ", "), added, note(staged))
+	fmt.Fprintf(opts.App.IO.Out, "connected %s -> %s (%s); %s added%s\n", opts.Emitter, opts.Receiver, strings.Join(ms, ", "), app.Count(added, "rule"), note(staged))
 	return nil
 }
 

@@ -47,24 +47,27 @@ func disconnectRun(opts *DisconnectOptions) error {
 	)
 	err := opts.App.Update(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
-		if _, err := cat.Disconnect(opts.Emitter, opts.Receiver); err != nil {
+		conn, err := cat.Disconnect(opts.Emitter, opts.Receiver)
+		if err != nil {
 			return err
 		}
-		for _, r := range events.DefaultRules(cat, opts.Emitter, opts.Receiver) {
-			if events.Has(tx, r) {
-				if err := events.Remove(tx, r); err != nil {
-					return err
-				}
-				removed++
+		// Only the rules the connection added go with it.
+		for _, text := range conn.Rules {
+			r, err := events.Parse(text)
+			if err != nil || !events.Has(tx, r) {
+				continue
 			}
+			if err := events.Remove(tx, r); err != nil {
+				return err
+			}
+			removed++
 		}
-		var err error
 		staged, err = staging.New(cat, opts.App.Now).Touch("disconnect "+opts.Emitter, opts.Receiver)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "disconnected %s -> %s; %d rules removed%s\n", opts.Emitter, opts.Receiver, removed, note(staged))
+	fmt.Fprintf(opts.App.IO.Out, "disconnected %s -> %s; %s removed%s\n", opts.Emitter, opts.Receiver, app.Count(removed, "rule"), note(staged))
 	return nil
 }

@@ -176,11 +176,14 @@ func createComposition(opts *CreateOptions) error {
 // (SPEC section 4), as "solar connect" does.
 func addDefaultRules(tx *store.Tx, cat *resources.Catalog, conns []resources.Connection, added int) (int, error) {
 	for _, c := range conns {
-		n, err := events.Add(tx, cat, events.DefaultRules(cat, c.Emitter, c.Receiver)...)
+		rules, err := events.AddDefaults(tx, cat, c.Emitter, c.Receiver)
 		if err != nil {
 			return added, err
 		}
-		added += n
+		if err := cat.AddConnectionRules(c.Emitter, c.Receiver, rules); err != nil {
+			return added, err
+		}
+		added += len(rules)
 	}
 	return added, nil
 }

@@ -1,0 +1,73 @@
+package resources
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/solarops/solar/store"
+)
+
+// buildChain stores n noop resources, each connected to the next by
+// value->value, and returns the name of the tail.
+func buildChain(b *testing.B, db *store.DB, n int) string {
+	noop := realBase(b, "noop")
+	name := func(i int) string { return fmt.Sprintf("c%06d", i) }
+	update(b, db, func(cat *Catalog) {
+		for i := range n {
+			vals := Values{Text: map[string]string{"value": name(i)}}
+			if _, err := cat.Create(CreateSpec{Name: name(i), Base: noop, Values: vals}, false); err != nil {
+				b.Fatal(err)
+			}
+			if i == 0 {
+				continue
+			}
+			if _, err := cat.Connect(name(i-1), name(i), []Mapping{{From: "value", To: "value"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	return name(n - 1)
+}
+
+// BenchmarkEffectiveChain measures the effective values of the tail of a
+// chain with a cold catalog, as every command that reads a resource starts
+// with one: each op walks the whole chain back to its head.
+func BenchmarkEffectiveChain(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			db := openStore(b)
+			tail := buildChain(b, db, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := db.View(func(tx *store.Tx) error {
+					eff, err := NewCatalog(tx).Effective(tail)
+					if err != nil {
+						return err
+					}
+					if eff["value"] != "c000000" {
+						b.Fatalf("tail value = %v, want the head's", eff["value"])
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBuildChain measures creating and connecting a chain link by link
+// in one transaction, as a composition does.
+func BenchmarkBuildChain(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				db := openStore(b)
+				b.StartTimer()
+				buildChain(b, db, n)
+			}
+		})
+	}
+}
