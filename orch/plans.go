@@ -187,7 +187,7 @@ func Pending(tx *store.Tx) (map[string]string, error) {
 			return nil, err
 		}
 		for _, n := range rec.Plan.Nodes {
-			if n.Staged && !states[n.ID].Status.Finished() {
+			if st := states[n.ID]; n.Staged && (!st.Status.Finished() || Stopped(st)) {
 				out[n.StagedKey] = uid
 			}
 		}
@@ -226,7 +226,7 @@ func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
 			return nil, err
 		}
 		for _, n := range rec.Plan.Nodes {
-			if n.Staged && byPlan[uid][n.StagedKey] && !states[n.ID].Status.Finished() {
+			if st := states[n.ID]; n.Staged && byPlan[uid][n.StagedKey] && (!st.Status.Finished() || Stopped(st)) {
 				st := State{Status: StatusSkipped, Reason: ReasonSuperseded, End: now}
 				states[n.ID] = st
 				if err := PutState(tx, uid, n.ID, st); err != nil {
@@ -242,10 +242,8 @@ func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
 }
 
 func closeIfDone(tx *store.Tx, uid string, states map[string]State) error {
-	for _, st := range states {
-		if !st.Status.Finished() {
-			return nil
-		}
+	if !Done(states) {
+		return nil
 	}
 	return SetOpen(tx, uid, false)
 }

@@ -177,13 +177,15 @@ func TestPending(t *testing.T) {
 			stagedNode("a", "run"),        // pending: counts
 			stagedNode("b", "run"),        // interrupted: counts
 			stagedNode("c", "run"),        // succeeded: done
-			stagedNode("d", "run"),        // skipped: done
+			stagedNode("d", "run"),        // stopped: resume runs it, so it counts
+			stagedNode("g", "run"),        // skipped for a failure: done
 			triggeredNode("e", "restart"), // not staged: never an entry of its own
 		)
 		for id, st := range map[string]State{
 			"b.run#0": {Status: StatusInProgress},
 			"c.run#0": {Status: StatusSuccess},
 			"d.run#0": {Status: StatusSkipped, Reason: ReasonStopped},
+			"g.run#0": {Status: StatusSkipped, Reason: ReasonUpstreamFailed + ": x.run#0"},
 		} {
 			if err := PutState(tx, open, id, st); err != nil {
 				return err
@@ -197,7 +199,7 @@ func TestPending(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{"a.run": open, "b.run": open}
+		want := map[string]string{"a.run": open, "b.run": open, "d.run": open}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Pending (-want +got):\n%s", diff)
 		}

@@ -51,6 +51,8 @@ type Runner struct {
 	Now      func() time.Time
 	// Idle is how long the store stays open without use (default 20ms).
 	Idle time.Duration
+	// Started, if set, is called once the plan is claimed, before any task.
+	Started func(rec *Record)
 }
 
 // taskInfo is what the runner knows about one task before the walk.
@@ -67,7 +69,10 @@ type taskInfo struct {
 	inputDefs map[string]*resources.InputDef
 	location  string
 	semaList  []string
-	problem   string // why the task cannot run at all
+	// inputs are the resource's effective inputs when the run started;
+	// the runner keeps them current as outputs flow (execution.effective).
+	inputs  map[string]any
+	problem string // why the task cannot run at all
 	reactOut  []planner.Edge
 }
 
@@ -109,9 +114,21 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{})}
+	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
+		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{})}
+	for _, info := range infos {
+		if info.inputs != nil {
+			ex.effective[info.node.Resource] = info.inputs
+		}
+	}
+	// The idle timer armed by the first transaction may fire at any time.
+	sdb.mu.Lock()
 	sdb.beforeClose = ex.flushOnClose
+	sdb.mu.Unlock()
 	go ex.watchStop()
+	if r.Started != nil {
+		r.Started(rec)
+	}
 
 	tasks := make([]Task, 0, len(rec.Plan.Nodes))
 	in := map[string][]InEdge{}
@@ -149,7 +166,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if states == nil {
 			return nil
 		}
-		return SetOpen(tx, r.UID, !allFinished(states))
+		return SetOpen(tx, r.UID, !Done(states))
 	})
 	if walkErr != nil {
 		return rec, states, walkErr
@@ -157,14 +174,19 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	return rec, states, err
 }
 
-func allFinished(states map[string]State) bool {
+// Done reports whether a plan has nothing left to do: every task finished,
+// and none only because the run was stopped (resume runs those).
+func Done(states map[string]State) bool {
 	for _, st := range states {
-		if !st.Status.Finished() {
+		if !st.Status.Finished() || Stopped(st) {
 			return false
 		}
 	}
 	return true
 }
+
+// Stopped reports whether a task was skipped because its run was stopped.
+func Stopped(st State) bool { return st.Status == StatusSkipped && st.Reason == ReasonStopped }
 
 type runnerRecord struct {
 	PID     int       `json:"pid"`
@@ -269,6 +291,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		if err != nil {
 			return nil, err
 		}
+		info.inputs = eff
 		if loc, ok := eff[resources.LocationInput].(string); ok {
 			info.location = loc
 		}
@@ -291,6 +314,11 @@ type execution struct {
 	mu      sync.Mutex
 	outputs map[string]map[string]any // task id -> outputs of its successful run
 	ran     map[string]map[string]any // task id -> inputs it ran with
+	// effective holds each resource's effective inputs, read once when the
+	// run starts (one catalog, so a long chain costs linear time) and
+	// refreshed for the receivers of a task's outputs. Changes made by
+	// other commands during the run are seen by the next run.
+	effective map[string]map[string]any
 
 	bufMu sync.Mutex
 	buf   []func(*store.Tx) error // lazily written states of side-effect-free tasks
@@ -331,21 +359,13 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			}
 		}
 		attempts++
-		var inputs map[string]any
-		err := ex.sdb.View(func(tx *store.Tx) error {
-			eff, err := resources.NewCatalog(tx).Effective(info.node.Resource)
-			if err != nil {
-				return err
-			}
-			inputs = make(map[string]any, len(info.inputDefs))
-			for name := range info.inputDefs {
-				inputs[name] = eff[name] // nil when unset: the script sees ""
-			}
-			return nil
-		})
-		if err != nil {
-			return Outcome{Err: err, Attempts: attempts}
+		ex.mu.Lock()
+		eff := ex.effective[info.node.Resource]
+		inputs := make(map[string]any, len(info.inputDefs))
+		for name := range info.inputDefs {
+			inputs[name] = eff[name] // nil when unset: the script sees ""
 		}
+		ex.mu.Unlock()
 		res, err := info.handler.Run(ctx, handler.Request{
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
@@ -486,6 +506,15 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 			}
 			if _, err := stg.Touch("outputs of "+id, down...); err != nil {
 				return err
+			}
+			for _, name := range append([]string{n.Resource}, down...) {
+				eff, err := cat.Effective(name)
+				if err != nil {
+					return err
+				}
+				ex.mu.Lock()
+				ex.effective[name] = eff
+				ex.mu.Unlock()
 			}
 		}
 	}

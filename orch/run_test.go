@@ -126,19 +126,18 @@ type commitState struct {
 	Committed int
 }
 
-func commitStates(t *testing.T, tx *store.Tx, uid string) map[string]commitState {
-	t.Helper()
+func commitStates(tx *store.Tx, uid string) (map[string]commitState, error) {
 	rec, err := Load(tx, uid)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	states, err := States(tx, rec)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	hist, err := staging.History(tx, 0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]commitState{}
 	for _, n := range rec.Plan.Nodes {
@@ -152,6 +151,16 @@ func commitStates(t *testing.T, tx *store.Tx, uid string) map[string]commitState
 			}
 		}
 		out[n.ID] = cs
+	}
+	return out, nil
+}
+
+// mustCommitStates is commitStates for the test's own goroutine.
+func mustCommitStates(t *testing.T, tx *store.Tx, uid string) map[string]commitState {
+	t.Helper()
+	out, err := commitStates(tx, uid)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -188,13 +197,18 @@ func TestRunnerCommitsWithTheTaskState(t *testing.T) {
 				return
 			}
 			err = db.View(func(tx *store.Tx) error {
+				css, err := commitStates(tx, uid)
+				if err != nil {
+					return err
+				}
 				n := 0
-				for id, cs := range commitStates(t, tx, uid) {
-					ok := succeeded(cs.Status)
-					if ok {
+				for id, cs := range css {
+					want := commitState{Status: cs.Status, Staged: true}
+					if succeeded(cs.Status) {
+						want.Staged, want.Committed = false, 1
 						n++
 					}
-					if cs.Staged == ok || cs.Committed != map[bool]int{true: 1, false: 0}[ok] {
+					if cs != want {
 						t.Errorf("snapshot %d: %s is %s but its entry is staged=%v, committed %d times", snapshots, id, cs.Status, cs.Staged, cs.Committed)
 					}
 				}
@@ -227,7 +241,7 @@ func TestRunnerCommitsWithTheTaskState(t *testing.T) {
 		t.Errorf("the observer took %d snapshots, none in the middle of the run: the test saw nothing", snapshots)
 	}
 	view(t, path, func(tx *store.Tx) error {
-		for id, cs := range commitStates(t, tx, uid) {
+		for id, cs := range mustCommitStates(t, tx, uid) {
 			if want := (commitState{Status: StatusNoop, Staged: false, Committed: 1}); cs != want {
 				t.Errorf("after the run %s: %+v, want %+v", id, cs, want)
 			}
@@ -307,7 +321,7 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 		}
 	}
 	view(t, path, func(tx *store.Tx) error {
-		for id, cs := range commitStates(t, tx, uid) {
+		for id, cs := range mustCommitStates(t, tx, uid) {
 			if !succeeded(cs.Status) || cs.Staged || cs.Committed != 1 {
 				t.Errorf("%s: %+v, want succeeded, not staged, committed once", id, cs)
 			}
@@ -390,7 +404,7 @@ func TestRunnerClaim(t *testing.T) {
 					t.Fatalf("Run with a dead runner recorded: %v, want the claim ignored", err)
 				}
 				view(t, path, func(tx *store.Tx) error {
-					for id, cs := range commitStates(t, tx, uid) {
+					for id, cs := range mustCommitStates(t, tx, uid) {
 						if !succeeded(cs.Status) {
 							t.Errorf("%s ended %s", id, cs.Status)
 						}
@@ -411,7 +425,7 @@ func TestRunnerClaim(t *testing.T) {
 				}
 			}
 			view(t, path, func(tx *store.Tx) error {
-				for id, cs := range commitStates(t, tx, uid) {
+				for id, cs := range mustCommitStates(t, tx, uid) {
 					if want := (commitState{Status: StatusPending, Staged: true}); cs != want {
 						t.Errorf("%s after the refusal: %+v, want %+v", id, cs, want)
 					}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,7 +14,11 @@ import (
 // with ErrEmpty when no entry is selected, with a *CycleError when after
 // rules alone form a cycle, and with an error wrapping events.ErrBadRule
 // for a rule of unknown kind.
-func Build(in Input) (*Plan, error) {
+func Build(in Input) (*Plan, error) { return build(in, true) }
+
+// build is Build; tests turn the implicit per-resource order off to check
+// the operator's rules against a reference.
+func build(in Input, resourceOrder bool) (*Plan, error) {
 	if len(in.Entries) == 0 {
 		return nil, ErrEmpty
 	}
@@ -22,6 +27,9 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 	b.expand(in.Entries)
+	if resourceOrder {
+		b.addResourceOrder()
+	}
 	if err := b.addAfterEdges(); err != nil {
 		return nil, err
 	}
@@ -46,6 +54,9 @@ type builder struct {
 	reactStart []int32
 	reactList  []int32
 	broke      []bool // per rule: it already made a cycle-breaking instance
+	// soft marks the implicit rules of addResourceOrder: dropped without a
+	// word when they would close a cycle, since no operator wrote them.
+	soft []bool
 
 	g     dag
 	nodes []node
@@ -325,6 +336,9 @@ func (b *builder) addAfterEdges() error {
 			e.hidden = false
 			continue
 		}
+		if int(r) < len(b.soft) && b.soft[r] {
+			continue
+		}
 		if p := b.g.path(y, x, b.isAfter); p != nil {
 			return b.cycleError(r, x, p)
 		}
@@ -333,6 +347,79 @@ func (b *builder) addAfterEdges() error {
 			b.ruleText(r), b.id(x), b.id(y), b.cycleText(x, b.g.path(y, x, nil))))
 	}
 	return nil
+}
+
+// addResourceOrder orders the actions of one resource that are in the plan
+// together, as an operator expects without writing it: run and update
+// before its other actions (a restart after the run that installs), and
+// remove after all of them. They are after rules appended behind the
+// operator's own, so an explicit rule always wins; one that would close a
+// cycle is dropped silently.
+func (b *builder) addResourceOrder() {
+	var present []events.Ref
+	for a := range b.acts {
+		if b.acts[a].first != none {
+			present = append(present, b.acts[a].ref)
+		}
+	}
+	for _, r := range resourceOrderRules(present) {
+		b.rules = append(b.rules, r)
+		b.text = append(b.text, r.String()+" (same resource)")
+		b.emit = append(b.emit, b.actIdx[r.Emitter])
+		b.sub = append(b.sub, b.actIdx[r.Subscriber])
+		b.dup = append(b.dup, false)
+		b.broke = append(b.broke, false)
+		for len(b.soft) < len(b.rules)-1 {
+			b.soft = append(b.soft, false)
+		}
+		b.soft = append(b.soft, true)
+	}
+}
+
+// resourceOrderRules returns the implicit after rules between the actions
+// present, sorted by resource, then by the order below, then by name.
+func resourceOrderRules(present []events.Ref) []events.Rule {
+	rank := func(action string) int {
+		switch action {
+		case "run":
+			return 0
+		case "update":
+			return 1
+		case "remove":
+			return 3
+		}
+		return 2
+	}
+	refs := slices.Clone(present)
+	slices.SortFunc(refs, func(x, y events.Ref) int {
+		if c := strings.Compare(x.Resource, y.Resource); c != 0 {
+			return c
+		}
+		if c := rank(x.Action) - rank(y.Action); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Action, y.Action)
+	})
+	var out []events.Rule
+	for i := 0; i < len(refs); {
+		j := i
+		for j < len(refs) && refs[j].Resource == refs[i].Resource {
+			j++
+		}
+		for _, x := range refs[i:j] {
+			for _, y := range refs[i:j] {
+				rx, ry := rank(x.Action), rank(y.Action)
+				// run and update are alternatives, custom actions are
+				// unordered among themselves.
+				if rx >= ry || (rx == 0 && ry == 1) {
+					continue
+				}
+				out = append(out, events.Rule{Kind: events.After, Emitter: x, Subscriber: y})
+			}
+		}
+		i = j
+	}
+	return out
 }
 
 func pairKey(x, y int32) uint64 { return uint64(uint32(x))<<32 | uint64(uint32(y)) }

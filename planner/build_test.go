@@ -593,3 +593,49 @@ func TestBuildDeterministic(t *testing.T) {
 		})
 	}
 }
+
+// Actions of one resource in one plan are ordered as an operator expects:
+// run before its custom actions; an explicit rule the other way wins.
+func TestBuildResourceOrder(t *testing.T) {
+	react := func(e, s string) events.Rule {
+		r, err := events.Parse("on " + e + " changed " + s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	in := Input{
+		Entries: []Entry{{Key: "db.run", Resource: "db", Action: "run"}, {Key: "ks.run", Resource: "ks", Action: "run"}},
+		Rules:   []events.Rule{react("db.run", "ks.restart")},
+	}
+	p, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range p.Edges {
+		if e.From == "ks.run#0" && e.To == "ks.restart#0" && e.Kind == EdgeAfter && e.Rule == "after ks.run ks.restart (same resource)" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no implicit ks.run#0 -> ks.restart#0 edge in %+v", p.Edges)
+	}
+	back, err := events.Parse("after ks.restart ks.run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Rules = append(in.Rules, back)
+	p, err = Build(in)
+	if err != nil {
+		t.Fatalf("an explicit rule against the implicit order must win, got %v", err)
+	}
+	for _, e := range p.Edges {
+		if e.From == "ks.run#0" && e.To == "ks.restart#0" {
+			t.Fatalf("implicit edge kept against an explicit rule: %+v", p.Edges)
+		}
+	}
+	if len(p.Warnings) != 0 {
+		t.Fatalf("implicit rules must not warn: %q", p.Warnings)
+	}
+}

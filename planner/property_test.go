@@ -108,7 +108,7 @@ func describe(in Input) string {
 // fails the build, and one closing a cycle through react edges is dropped
 // with a warning.
 func checkAfterRules(in Input, p *Plan, err error) error {
-	base, rerr := Build(Input{Entries: in.Entries, Rules: reactOnly(in.Rules)})
+	base, rerr := build(Input{Entries: in.Entries, Rules: reactOnly(in.Rules)}, false)
 	if rerr != nil {
 		return fmt.Errorf("react rules alone fail: %v", rerr)
 	}
@@ -144,9 +144,23 @@ func checkAfterRules(in Input, p *Plan, err error) error {
 	want := edgeTexts(base)
 	var dropped []string
 	done := map[string]bool{}
-	for _, r := range in.Rules {
+	// The operator's after rules, then the implicit per-resource order,
+	// which never fails a build nor warns.
+	var present []events.Ref
+	for _, n := range base.Nodes {
+		if n.Instance == 0 {
+			present = append(present, events.Ref{Resource: n.Resource, Action: n.Action})
+		}
+	}
+	rules := slices.Clone(in.Rules)
+	implicit := map[int]bool{}
+	for _, r := range resourceOrderRules(present) {
+		implicit[len(rules)] = true
+		rules = append(rules, r)
+	}
+	for i, r := range rules {
 		text := r.String()
-		if r.Kind != events.After || done[text] {
+		if r.Kind != events.After || done[text] && !implicit[i] {
 			continue
 		}
 		done[text] = true
@@ -160,6 +174,9 @@ func checkAfterRules(in Input, p *Plan, err error) error {
 			continue
 		}
 		if reaches(y, x, false) {
+			if implicit[i] {
+				continue
+			}
 			if reaches(y, x, true) {
 				var ce *CycleError
 				if !errors.As(err, &ce) || ce.Rules[0] != text {
@@ -249,6 +266,16 @@ func checkPlan(in Input, p *Plan) error {
 	texts := map[string]events.Rule{}
 	for _, r := range in.Rules {
 		texts[r.String()] = r
+	}
+	// The implicit per-resource order joins actions of one resource.
+	for _, e := range p.Edges {
+		if r, ok := strings.CutSuffix(e.Rule, " (same resource)"); ok {
+			rule, err := events.Parse(r)
+			if err != nil || rule.Kind != events.After || rule.Emitter.Resource != rule.Subscriber.Resource {
+				return fmt.Errorf("edge %s -> %s has a bad implicit rule %q", e.From, e.To, e.Rule)
+			}
+			texts[e.Rule] = rule
+		}
 	}
 	succ := make([][]int, len(p.Nodes))
 	pred := make([][]int, len(p.Nodes))

@@ -1,6 +1,7 @@
 package ch
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,6 +59,9 @@ and exits 0.` + "\n" + app.ExitHelp,
 	return c
 }
 
+// errNothing rolls back a process that found nothing to plan.
+var errNothing = errors.New("nothing staged")
+
 func processRun(opts *ProcessOptions) error {
 	exprs := make([]*tags.Expr, 0, len(opts.Tags))
 	for _, t := range opts.Tags {
@@ -70,10 +74,15 @@ func processRun(opts *ProcessOptions) error {
 	var res *orch.ProcessResult
 	err := opts.App.Update(func(tx *store.Tx) error {
 		var err error
-		res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now())
-		return err
+		if res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now()); err != nil {
+			return err
+		}
+		if res.Record == nil {
+			return errNothing // roll back: the file stays as it was
+		}
+		return nil
 	})
-	if err != nil {
+	if err != nil && err != errNothing {
 		return err
 	}
 	rec, superseded := res.Record, res.Superseded

@@ -90,7 +90,7 @@ func reportRun(opts *ReportOptions) error {
 		if st.End.After(last) {
 			last = st.End
 		}
-		if !st.Status.Finished() {
+		if !st.Status.Finished() || orch.Stopped(st) {
 			v.Finished = false
 		}
 		v.Totals[t.Status]++

@@ -212,8 +212,8 @@ func runRun(opts *RunOptions) error {
 			}
 		}
 	}()
-	r := &orch.Runner{Path: path, UID: uid, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task}
-	pr.start(uid, opts.Verb)
+	r := &orch.Runner{Path: path, UID: uid, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }}
 	rec, states, err := r.Run(ctx, stop)
 	pr.end()
 	if err != nil {
