@@ -71,9 +71,9 @@ type taskInfo struct {
 	semaList  []string
 	// inputs are the resource's effective inputs when the run started;
 	// the runner keeps them current as outputs flow (execution.effective).
-	inputs  map[string]any
-	problem string // why the task cannot run at all
-	reactOut  []planner.Edge
+	inputs   map[string]any
+	problem  string // why the task cannot run at all
+	reactOut []planner.Edge
 }
 
 // Run runs the plan until every task is finished, stop is closed (soft:

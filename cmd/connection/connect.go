@@ -77,14 +77,14 @@ func connectRun(opts *ConnectOptions) error {
 			return err
 		}
 		if !opts.NoEvents {
-			rules, err := events.AddDefaults(tx, cat, opts.Emitter, opts.Receiver)
+			owned, err := events.AddDefaults(tx, cat, events.Pair{Emitter: opts.Emitter, Receiver: opts.Receiver})
 			if err != nil {
 				return err
 			}
-			if err := cat.AddConnectionRules(opts.Emitter, opts.Receiver, rules); err != nil {
+			if err := cat.AddConnectionRules(opts.Emitter, opts.Receiver, owned[0]); err != nil {
 				return err
 			}
-			added = len(rules)
+			added = len(owned[0])
 		}
 		staged, err = staging.New(cat, opts.App.Now).Touch("connect "+opts.Emitter, opts.Receiver)
 		return err

@@ -175,15 +175,22 @@ func createComposition(opts *CreateOptions) error {
 // addDefaultRules adds the dependency rules every connection implies
 // (SPEC section 4), as "solar connect" does.
 func addDefaultRules(tx *store.Tx, cat *resources.Catalog, conns []resources.Connection, added int) (int, error) {
-	for _, c := range conns {
-		rules, err := events.AddDefaults(tx, cat, c.Emitter, c.Receiver)
-		if err != nil {
+	pairs := make([]events.Pair, len(conns))
+	for i, c := range conns {
+		pairs[i] = events.Pair{Emitter: c.Emitter, Receiver: c.Receiver}
+	}
+	owned, err := events.AddDefaults(tx, cat, pairs...)
+	if err != nil {
+		return added, err
+	}
+	for i, c := range conns {
+		if len(owned[i]) == 0 {
+			continue
+		}
+		if err := cat.AddConnectionRules(c.Emitter, c.Receiver, owned[i]); err != nil {
 			return added, err
 		}
-		if err := cat.AddConnectionRules(c.Emitter, c.Receiver, rules); err != nil {
-			return added, err
-		}
-		added += len(rules)
+		added += len(owned[i])
 	}
 	return added, nil
 }
