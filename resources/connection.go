@@ -465,6 +465,9 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 	if v, ok := c.eff[name]; ok {
 		return v, nil
 	}
+	if v, ok, err := c.storedEffective(name); err != nil || ok {
+		return v, err
+	}
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
 	}
@@ -499,7 +502,45 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 		}
 	}
 	c.eff[name] = out
+	if c.tx.Writable() && len(conns) > 0 {
+		// Kept in the store so that the next command reads a long chain's
+		// tail in one step instead of walking it; forget drops it.
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.tx.Put(store.Effective, name, raw); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// storedEffective reads the effective inputs a write transaction kept.
+func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
+	raw, err := c.tx.Get(store.Effective, name)
+	if err != nil {
+		return nil, false, nil
+	}
+	r, err := c.Get(name)
+	if err != nil {
+		return nil, false, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, false, fmt.Errorf("decode effective inputs of %s: %w", name, err)
+	}
+	for k, v := range out {
+		if d, ok := r.Base.Input(k); ok && v != nil {
+			if cv, err := d.Schema.Check(v); err == nil {
+				out[k] = cv
+			} else if cv, err := optional(d.Schema).Check(v); err == nil {
+				out[k] = cv
+			}
+		}
+	}
+	c.eff[name] = out
+	return out, true, nil
 }
 
 // emitted returns the effective value of one input of emitter. Two

@@ -191,9 +191,8 @@ func (c *Catalog) Delete(name string) error {
 		return err
 	}
 	c.res[name] = nil
-	delete(c.eff, name)
 	delete(c.in, name)
-	return nil
+	return c.forget(name)
 }
 
 // forget drops what the catalog derived from name: its incoming
@@ -202,16 +201,15 @@ func (c *Catalog) Delete(name string) error {
 // long chain built link by link stays linear.
 func (c *Catalog) forget(name string) error {
 	delete(c.in, name)
-	if len(c.eff) == 0 {
-		return nil
-	}
-	delete(c.eff, name)
 	down, err := c.Downstream(name)
 	if err != nil {
 		return err
 	}
-	for _, d := range down {
+	for _, d := range append(down, name) {
 		delete(c.eff, d)
+		if err := c.tx.Delete(store.Effective, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -27,10 +27,11 @@ const (
 	Committed   = "committed"   // resource name -> staging.Snapshot
 	Plans       = "plans"       // uid/... -> plan graph and task records
 	Refreshes   = "refreshes"   // resource.action -> pending refresh
+	Effective   = "effective"   // resource name -> its effective inputs (a cache kept by resources)
 	meta        = "meta"
 )
 
-var allBuckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, meta}
+var allBuckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, Effective, meta}
 
 // Errors returned by Open and by transactions.
 var (
