@@ -34,13 +34,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 	}
 	var fe *app.FailedError
 	if !errors.As(err, &fe) {
-		fmt.Fprintf(stderr, "solar: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "%s: %s\n", where(err), oneLine(err.Error()))
 	}
 	return app.ExitCode(err)
 }
 
-func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+// where names what an error is about: the command a usage error belongs
+// to, else solar itself.
+func where(err error) string {
+	var ue *app.UsageError
+	if errors.As(err, &ue) && ue.Cmd != "" {
+		return ue.Cmd
+	}
+	return "solar"
 }
 
 // NewRoot builds the command tree.

@@ -198,6 +198,13 @@ func Pending(tx *store.Tx) (map[string]string, error) {
 // Supersede skips, with reason "superseded", the pending tasks of older
 // plans that run any of keys; a plan left with nothing to do is closed.
 func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
+	return SkipPending(tx, keys, ReasonSuperseded, now)
+}
+
+// SkipPending skips, with reason, the tasks of unfinished plans that are
+// still to run any of the staged keys (a discarded entry must not run);
+// it returns the plans touched, and closes those left with nothing to do.
+func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]string, error) {
 	pending, err := Pending(tx)
 	if err != nil {
 		return nil, err
@@ -227,7 +234,7 @@ func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
 		}
 		for _, n := range rec.Plan.Nodes {
 			if st := states[n.ID]; n.Staged && byPlan[uid][n.StagedKey] && (!st.Status.Finished() || Stopped(st)) {
-				st := State{Status: StatusSkipped, Reason: ReasonSuperseded, End: now}
+				st := State{Status: StatusSkipped, Reason: reason, End: now}
 				states[n.ID] = st
 				if err := PutState(tx, uid, n.ID, st); err != nil {
 					return nil, err

@@ -68,6 +68,7 @@ const (
 	ReasonStopped      = "stopped"       // the walk was stopped before the task started
 	ReasonFiltered     = "filtered"      // left out by orch filter
 	ReasonSuperseded   = "superseded"    // its entries were taken over by a newer plan
+	ReasonDiscarded    = "discarded"     // its staged entry was discarded
 	// ReasonUpstreamFailed is followed by ": <task>", the task that ended
 	// ERROR and caused the skip, however many skipped tasks lie between.
 	ReasonUpstreamFailed = "upstream failed"

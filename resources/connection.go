@@ -213,6 +213,11 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if err != nil {
 		return nil, err
 	}
+	for _, x := range []*Resource{e, r} {
+		if x.Removing {
+			return nil, invalidf("%s is staged for removal; discard that first (solar ch discard %s.remove)", x.Name, x.Name)
+		}
+	}
 	if len(mappings) == 0 {
 		mappings = defaultMappings(e, r)
 		if len(mappings) == 0 {
@@ -226,6 +231,9 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	}
 	conn := Connection{Emitter: emitter, Receiver: receiver, Mappings: mappings}
 	if old, ok := c.Connection(emitter, receiver); ok {
+		// Connecting a pair again adds mappings; one into an input (or key)
+		// already mapped from this emitter replaces that one.
+		conn.Mappings = mergeMappings(old.Mappings, mappings)
 		conn.Seq, conn.Rules = old.Seq, old.Rules
 	} else {
 		seq, err := c.tx.NextSequence(store.Connections)
@@ -401,6 +409,21 @@ func (c *Catalog) findFlow(pending Connection, res, input, goal string, seen map
 		}
 	}
 	return nil, nil
+}
+
+func mergeMappings(old, add []Mapping) []Mapping {
+	type target struct{ to, key string }
+	taken := map[target]bool{}
+	for _, m := range add {
+		taken[target{m.To, m.Key}] = true
+	}
+	var out []Mapping
+	for _, m := range old {
+		if !taken[target{m.To, m.Key}] {
+			out = append(out, m)
+		}
+	}
+	return append(out, add...)
 }
 
 // AddConnectionRules records rules (canonical text) added on behalf of the

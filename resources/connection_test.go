@@ -229,12 +229,18 @@ func TestPropagation(t *testing.T) {
 			want("r", "x", "1"), want("r", "y", "2"), want("r", "n", int64(3)),
 			want("r", "list", []any{}), want("r", "location", "mine"),
 		}},
-		{name: "re-connecting replaces the mappings", steps: []step{
+		{name: "re-connecting adds mappings", steps: []step{
 			mk("a", "x=1", "y=2"), mk("r", "x=own-x", "y=own-y"),
 			conn("a", "r", "x->x"),
 			want("r", "x", "1"), want("r", "y", "own-y"),
 			conn("a", "r", "y->y"),
-			want("r", "x", "own-x"), want("r", "y", "2"),
+			want("r", "x", "1"), want("r", "y", "2"),
+		}},
+		{name: "re-connecting into a mapped input replaces that mapping", steps: []step{
+			mk("a", "x=1", "y=2"), mk("r", "x=own-x", "y=own-y"),
+			conn("a", "r", "x->x"),
+			conn("a", "r", "y->x"),
+			want("r", "x", "2"), want("r", "y", "own-y"),
 		}},
 		{name: "delete restores receivers", steps: []step{
 			mk("a", "x=1"), mk("b", "x=own-b"), mk("c"),
@@ -383,8 +389,10 @@ func TestReconnectIsCheckedWithTheNewMappings(t *testing.T) {
 		conn("b", "a", "x->x, y->y"), conn("a", "b", "x->y"),
 		// With a->b still x->y, y->x would close a.y -> b.x -> a.x -> b.y -> a.y.
 		fails(conn("a", "b", "x->y, y->x"), "data cycle"),
-		// Replacing x->y by y->x leaves a.y -> b.x -> a.x, which ends there.
-		conn("a", "b", "y->x"),
+		// Mappings add up: y->x next to x->y closes the same cycle.
+		fails(conn("a", "b", "y->x"), "data cycle"),
+		// Without x->y, y->x alone ends at a.x: a.y -> b.x -> a.x.
+		disc("a", "b"), conn("a", "b", "y->x"),
 		want("b", "x", "by"), want("a", "x", "by"), want("b", "y", "by"),
 	})
 }

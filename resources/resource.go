@@ -262,8 +262,13 @@ func ParseValues(args []string) (Values, error) {
 				return v, invalidf("JSON value (argument %d): %s: text after the object", i+1, jsonPos(a, off))
 			}
 			for k, x := range m {
+				if _, dup := v.Text[k]; dup {
+					return v, invalidf("input %q is given twice", k)
+				}
+				if _, dup := v.Raw[k]; dup {
+					return v, invalidf("input %q is given twice", k)
+				}
 				v.Raw[k] = x
-				delete(v.Text, k)
 			}
 			continue
 		}
@@ -271,8 +276,12 @@ func ParseValues(args []string) (Values, error) {
 		if !ok || k == "" {
 			return v, invalidf("argument %q: want input=value or a JSON object", a)
 		}
+		_, dupText := v.Text[k]
+		_, dupRaw := v.Raw[k]
+		if dupText || dupRaw {
+			return v, invalidf("input %q is given twice", k)
+		}
 		v.Text[k] = val
-		delete(v.Raw, k)
 	}
 	return v, nil
 }
@@ -412,6 +421,9 @@ func (c *Catalog) Create(spec CreateSpec, skipRequired bool) (*Resource, error) 
 		r.Tags[k] = v
 	}
 	for k, v := range spec.Tags {
+		if k == "resource" && v != spec.Name {
+			return nil, invalidf("%s: tag \"resource\" is implicit (resource=%s) and cannot be set", spec.Name, spec.Name)
+		}
 		r.Tags[k] = v
 	}
 	r.Tags["resource"] = r.Name
@@ -446,7 +458,10 @@ func (c *Catalog) checkRequired(r *Resource, vals map[string]any) error {
 			continue
 		}
 		if _, err := d.Schema.Check(vals[d.Name]); err != nil {
-			return invalidf("%s: input %q (%s) is required: %v", r.Name, d.Name, d.Schema, maskErr(&d, err))
+			if v := vals[d.Name]; v == nil || v == "" {
+				return invalidf("%s: input %q (%s) is required; give %s=VALUE", r.Name, d.Name, d.Schema, d.Name)
+			}
+			return invalidf("%s: input %q (%s): %v", r.Name, d.Name, d.Schema, maskErr(&d, err))
 		}
 	}
 	return nil

@@ -68,9 +68,6 @@ func TestCreateReadsValuesPerSchema(t *testing.T) {
 		{name: "json integral float for int", args: []string{`{"name": "a", "port": 5432.0}`}, want: map[string]any{"port": int64(5432)}},
 		{name: "json float", args: []string{`{"name": "a", "ratio": 0.25}`}, want: map[string]any{"ratio": 0.25}},
 		{name: "json string is not re-read", args: []string{`{"name": "a", "version": "1.10"}`}, want: map[string]any{"version": "1.10"}},
-		{name: "later k=v wins over json", args: []string{`{"name": "a", "port": 1}`, "port=2"}, want: map[string]any{"port": int64(2)}},
-		{name: "later json wins over k=v", args: []string{"name=a", "port=2", `{"port": 1}`}, want: map[string]any{"port": int64(1)}},
-		{name: "later k=v wins", args: []string{"name=a", "port=1", "port=3"}, want: map[string]any{"port": int64(3)}},
 		{name: "leading space json", args: []string{` {"name": "a"}`}, want: map[string]any{"name": "a"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +111,9 @@ func TestParseValuesErrors(t *testing.T) {
 		{name: "two json objects", args: []string{`{"port": 1}{"ip": "x"}`}, want: []string{"text after the object"}},
 		{name: "json line", args: []string{"{\n\"port\": 3306\n\"ip\": \"x\"}"}, want: []string{"line 3 column 1"}},
 		{name: "json not an object", args: []string{`{"port"}`}, want: []string{"JSON value"}},
+		{name: "k=v twice", args: []string{"port=1", "port=3"}, want: []string{`input "port" is given twice`}},
+		{name: "json then k=v", args: []string{`{"port": 1}`, "port=2"}, want: []string{`input "port" is given twice`}},
+		{name: "k=v then json", args: []string{"port=2", `{"port": 1}`}, want: []string{`input "port" is given twice`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseValues(tt.args)
@@ -234,7 +234,7 @@ func TestCreateTagsAndLocation(t *testing.T) {
 		{name: "base tags and resource", base: svc, args: []string{"name=a"}, wantTags: "resource=r1,role=svc,tier=back"},
 		{name: "given tags add", base: svc, args: []string{"name=a"}, tags: tags.Set{"env": "prod", "canary": ""}, wantTags: "canary,env=prod,resource=r1,role=svc,tier=back"},
 		{name: "given tags override the base's", base: svc, args: []string{"name=a"}, tags: tags.Set{"role": "web"}, wantTags: "resource=r1,role=web,tier=back"},
-		{name: "resource tag is always the name", base: svc, args: []string{"name=a"}, tags: tags.Set{"resource": "other"}, wantTags: "resource=r1,role=svc,tier=back"},
+		{name: "resource tag may repeat the name", base: svc, args: []string{"name=a"}, tags: tags.Set{"resource": "r1"}, wantTags: "resource=r1,role=svc,tier=back"},
 		{name: "node is its own location", base: node, args: []string{"ip=10.0.0.1"}, wantTags: "resource=r1,role=node", location: "r1"},
 		{name: "node location given", base: node, args: []string{"ip=10.0.0.1", "location=elsewhere"}, wantTags: "resource=r1,role=node", location: "elsewhere"},
 	} {

@@ -7,7 +7,8 @@
 #
 # Everything happens in a fresh temporary directory (printed first): the
 # store, the binary and the files the action scripts write. Set
-# SOLAR_DEMO_KEEP=1 to keep it afterwards.
+# SOLAR_DEMO_KEEP=1 to keep it afterwards. It fails (non-zero) if any step
+# fails, so CI runs it too.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,12 @@ export SOLAR_DB="$work/solar.db"
 export SOLAR_DEMO_DIR="$work/nodes"
 unset SOLAR_LOCK_WAIT
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings only on a terminal, and never with NO_COLOR set.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
 run() {
 	printf '$ %s\n' "$*" | sed "s#$work#\$DEMO#g" >&2
 	"$@"
@@ -43,7 +49,7 @@ uid=$(run solar ch process -t env=demo)
 echo "$uid"
 run solar orch show "$uid"
 run solar orch dg "$uid" > "$work/plan.dot"
-echo "(the graph in DOT is in \$DEMO/plan.dot; render it with: dot -Tsvg plan.dot > plan.svg)"
+echo "(the graph in DOT is in \$DEMO/plan.dot, kept with SOLAR_DEMO_KEEP=1; render it with graphviz: dot -Tsvg plan.dot > plan.svg)"
 
 say "4. run it: real scripts write real files under \$DEMO/nodes"
 run solar orch run-once last

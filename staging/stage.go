@@ -473,6 +473,9 @@ func (s *Stager) stageAction(name, action string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Removing && action != ActionRemove {
+		return nil, fmt.Errorf("%w: %s is staged for removal; discard that first (solar ch discard %s)", ErrUnknownAction, name, Key(name, ActionRemove))
+	}
 	if !r.HasAction(action) {
 		return nil, fmt.Errorf("%w: %s has no action %q (its base %s defines: %s)", ErrUnknownAction, name, action, r.Base.Name, strings.Join(r.Base.ActionNames(), ", "))
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/solarops/solar/store"
@@ -53,11 +54,18 @@ func (a *App) StorePath() (string, error) {
 	return store.Path(a.DBFlag, a.Getenv)
 }
 
-// Open opens the store. The caller closes it.
+// Open opens the store. The caller closes it. Only the default location's
+// directories are created: a path given with --db or $SOLAR_DB whose
+// directory does not exist is most likely a typo.
 func (a *App) Open() (*store.DB, error) {
 	p, err := a.StorePath()
 	if err != nil {
 		return nil, err
+	}
+	if a.DBFlag != "" || a.Getenv("SOLAR_DB") != "" {
+		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
+			return nil, Usagef("store directory %s does not exist (from --db or $SOLAR_DB); create it or fix the path", filepath.Dir(p))
+		}
 	}
 	return store.Open(p, store.Options{LockWait: a.lockWait()})
 }

@@ -27,7 +27,12 @@ Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was chang
 3 a run in which some task ended in ERROR.`
 
 // UsageError is bad usage of a command: wrong arguments or flags.
-type UsageError struct{ Err error }
+type UsageError struct {
+	// Cmd is the path of the misused command ("solar resource create"),
+	// which Main names in place of "solar"; empty for solar itself.
+	Cmd string
+	Err error
+}
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }

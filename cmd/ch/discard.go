@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
@@ -30,7 +31,8 @@ func NewCmdDiscard(a *app.App, runF func(*DiscardOptions) error) *cobra.Command 
   an update restores the committed values and connections;
   a remove keeps the resource;
   a custom action (restart, reload...) just drops the entry.
-Resources downstream are restaged to match.` + "\n" + app.ExitHelp,
+Resources downstream are restaged to match. A discarded entry's task in a plan
+not yet run is SKIPPED with reason "discarded".` + "\n" + app.ExitHelp,
 		Example: `  solar ch discard mariadb.update
   solar ch discard --all`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -50,8 +52,9 @@ Resources downstream are restaged to match.` + "\n" + app.ExitHelp,
 
 func discardRun(opts *DiscardOptions) error {
 	var (
-		ents []*staging.Entry
-		kept = map[string]*staging.Entry{}
+		ents  []*staging.Entry
+		kept  = map[string]*staging.Entry{}
+		plans []string
 	)
 	err := opts.App.Update(func(tx *store.Tx) error {
 		st := staging.New(resources.NewCatalog(tx), opts.App.Now)
@@ -66,12 +69,17 @@ func discardRun(opts *DiscardOptions) error {
 		}
 		// An affected child stays staged while the change that caused it
 		// does: say so rather than claim it was discarded.
+		var gone []string
 		for _, e := range ents {
 			if cur, err := staging.Get(tx, e.Key); err == nil {
 				kept[e.Key] = cur
+			} else {
+				gone = append(gone, e.Key)
 			}
 		}
-		return nil
+		// A discarded entry must not run in a plan made before.
+		plans, err = orch.SkipPending(tx, gone, orch.ReasonDiscarded, opts.App.Now())
+		return err
 	})
 	if err != nil {
 		return err
@@ -85,6 +93,9 @@ func discardRun(opts *DiscardOptions) error {
 	}
 	if len(ents) == 0 {
 		fmt.Fprintln(opts.App.IO.Out, "nothing staged")
+	}
+	for _, uid := range plans {
+		fmt.Fprintf(opts.App.IO.Out, "plan %s will not run the discarded entries (their tasks are SKIPPED \"discarded\")\n", uid)
 	}
 	return nil
 }

@@ -38,11 +38,14 @@ object {"e_in": "r_in"}. r_in:key sets one key of an object input. Without a
 mapping every input with the same name is connected; location only flows from
 node bases (node: true), so "solar connect node1 db" places db on node1.
 A list input receives one element per emitter, in connection order; a simple
-input follows the last connection made.
+input follows the last connection made. Connecting the same pair again adds
+mappings; a mapping into an input already mapped from that emitter replaces it.
 
 Unless --no-events, the default rules are added:
   after EMITTER.run RECEIVER.run, after EMITTER.update RECEIVER.update,
-  after RECEIVER.remove EMITTER.remove` + "\n" + app.ExitHelp,
+  after RECEIVER.remove EMITTER.remove
+A default rule that would close a cycle of after rules is left out, with a
+warning. Disconnecting removes the rules the connection added, no others.` + "\n" + app.ExitHelp,
 		Example: `  solar connect node1 mariadb
   solar connect mariadb keystone 'port->db_port,ip->db_host'
   solar connect keystone haproxy '{"url": "backends"}'
@@ -68,7 +71,8 @@ func connectRun(opts *ConnectOptions) error {
 	var (
 		conn   *resources.Connection
 		staged []*staging.Entry
-		added  int
+		added   int
+		skipped []string
 	)
 	err = opts.App.Update(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
@@ -77,10 +81,11 @@ func connectRun(opts *ConnectOptions) error {
 			return err
 		}
 		if !opts.NoEvents {
-			owned, err := events.AddDefaults(tx, cat, events.Pair{Emitter: opts.Emitter, Receiver: opts.Receiver})
+			owned, skip, err := events.AddDefaults(tx, cat, events.Pair{Emitter: opts.Emitter, Receiver: opts.Receiver})
 			if err != nil {
 				return err
 			}
+			skipped = skip
 			if err := cat.AddConnectionRules(opts.Emitter, opts.Receiver, owned[0]); err != nil {
 				return err
 			}
@@ -97,6 +102,9 @@ func connectRun(opts *ConnectOptions) error {
 		ms[i] = m.String()
 	}
 	fmt.Fprintf(opts.App.IO.Out, "connected %s -> %s (%s); %s added%s\n", opts.Emitter, opts.Receiver, strings.Join(ms, ", "), app.Count(added, "rule"), note(staged))
+	for _, r := range skipped {
+		fmt.Fprintf(opts.App.IO.Err, "warning: left out %q: it would close a cycle of after rules\n", r)
+	}
 	return nil
 }
 

@@ -179,7 +179,7 @@ func addDefaultRules(tx *store.Tx, cat *resources.Catalog, conns []resources.Con
 	for i, c := range conns {
 		pairs[i] = events.Pair{Emitter: c.Emitter, Receiver: c.Receiver}
 	}
-	owned, err := events.AddDefaults(tx, cat, pairs...)
+	owned, _, err := events.AddDefaults(tx, cat, pairs...)
 	if err != nil {
 		return added, err
 	}
