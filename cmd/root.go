@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/cmd/ch"
@@ -49,6 +52,10 @@ func where(err error) string {
 	return "solar"
 }
 
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}
+
 // NewRoot builds the command tree.
 func NewRoot(a *app.App) *cobra.Command {
 	root := &cobra.Command{
@@ -70,9 +77,8 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "path of the store file (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &app.UsageError{Err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(newCmdHelp())
 	root.AddCommand(
 		resource.NewCmd(a),
 		events.NewCmd(a),
@@ -84,25 +90,156 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		newCmdVersion(a),
 		newCmdCompletion(a),
 	)
-	for _, c := range root.Commands() {
-		markArgsUsage(c)
-	}
+	checkUsage(root)
+	// Groups are runnable only to refuse unknown verbs (see checkUsage):
+	// their usage shows "solar ch [command]", not also a bare "solar ch".
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	return root
 }
 
-// markArgsUsage makes argument-count errors from cobra usage errors (exit 2).
-func markArgsUsage(c *cobra.Command) {
-	if c.Args != nil {
-		check := c.Args
-		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := check(cmd, args); err != nil {
-				return &app.UsageError{Err: fmt.Errorf("%s: %w (usage: %s)", cmd.CommandPath(), err, cmd.UseLine())}
-			}
-			return nil
-		}
+// checkUsage makes every misuse of the tree a usage error (exit 2) of one
+// line. Left to cobra, a group given an unknown verb prints its help and
+// exits 0, so a typo in a script goes unnoticed; and its argument-count
+// errors read like an internal failure.
+func checkUsage(c *cobra.Command) {
+	switch {
+	case c.HasSubCommands() && !c.Runnable():
+		// A group runs only to refuse an unknown verb. A set Args replaces
+		// cobra's own check (root only, its suggestion spread over lines),
+		// and cobra calls Args only for a runnable command.
+		c.Args = unknownCommand
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		c.SuggestionsMinimumDistance = 2
+	case c.Args != nil:
+		c.Args = countArgs(c.Args)
 	}
 	for _, sub := range c.Commands() {
-		markArgsUsage(sub)
+		checkUsage(sub)
+	}
+}
+
+// unknownCommand refuses any argument given to a group: it can only be a
+// verb the group does not have.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if c.HasParent() {
+		msg += fmt.Sprintf(" for %q", c.CommandPath())
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += " (did you mean " + quoteOr(s) + "?)"
+	} else {
+		msg += fmt.Sprintf(" (see %s --help)", c.CommandPath())
+	}
+	return &app.UsageError{Err: errors.New(msg)}
+}
+
+// quoteOr renders ["a", "b", "c"] as `"a", "b" or "c"`.
+func quoteOr(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = strconv.Quote(w)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// countArgs wraps a command's argument check so that its error says what
+// is wrong in words and shows the usage line.
+func countArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if check(c, args) == nil {
+			return nil
+		}
+		what := "too many arguments"
+		if wantsMore(check, c, args) {
+			what = "missing arguments"
+		}
+		return &app.UsageError{Cmd: c.CommandPath(), Err: fmt.Errorf("%s (usage: %s)", what, strings.TrimSuffix(c.UseLine(), " [flags]"))}
+	}
+}
+
+// maxArgs bounds how many more arguments wantsMore tries; no solar command
+// requires more than two.
+const maxArgs = 4
+
+// wantsMore reports whether check would accept args with more arguments
+// added: then some were missing, else there were too many. Asking the
+// check itself keeps this right for every cobra validator without parsing
+// its message.
+func wantsMore(check cobra.PositionalArgs, c *cobra.Command, args []string) bool {
+	more := append(args[:len(args):len(args)], "")
+	for range maxArgs {
+		if check(c, more) == nil {
+			return true
+		}
+		more = append(more, "")
+	}
+	return false
+}
+
+// flagError makes pflag's errors one line that names the command and the
+// flag by both its names ("-n/--limit"), without Go parser jargon.
+func flagError(c *cobra.Command, err error) error {
+	var ive *pflag.InvalidValueError
+	if errors.As(err, &ive) {
+		err = fmt.Errorf("invalid value %q for %s: %s", ive.GetValue(), flagName(ive.GetFlag()), invalidBecause(ive.Unwrap()))
+	}
+	return &app.UsageError{Cmd: c.CommandPath(), Err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+}
+
+func flagName(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand + "/--" + f.Name
+	}
+	return "--" + f.Name
+}
+
+func invalidBecause(err error) string {
+	var num *strconv.NumError
+	switch {
+	case errors.As(err, &num) && num.Err == strconv.ErrRange:
+		return "out of range"
+	case errors.As(err, &num) && num.Func == "ParseBool":
+		return "want true or false"
+	case errors.As(err, &num):
+		return "want a number"
+	}
+	return err.Error()
+}
+
+// newCmdHelp replaces cobra's help command, which shows solar's own help
+// for a topic it does not know, and exits 0.
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [COMMAND]...",
+		Short:   "Help about any command",
+		Long:    "Print the help of a command, the same as COMMAND --help.\n" + app.ExitHelp,
+		Example: "  solar help ch process",
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			if err := unknownCommand(target, rest); err != nil {
+				return err
+			}
+			return target.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			target, _, _ := c.Root().Find(args)
+			var names []string
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), prefix) {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 }
 
@@ -110,19 +247,43 @@ func newCmdVersion(a *app.App) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print solar's version",
+		Long:    "Print solar's version, the VCS revision it was built from (when the build recorded one) and the Go version.\n" + app.ExitHelp,
 		Args:    cobra.NoArgs,
 		Example: "  solar version",
 		RunE: func(c *cobra.Command, _ []string) error {
-			v := Version
-			if v == "dev" {
-				if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-					v = bi.Main.Version
-				}
-			}
-			_, err := fmt.Fprintf(a.IO.Out, "solar %s\n", v)
+			_, err := fmt.Fprintf(a.IO.Out, "solar %s\n", version())
 			return err
 		},
 	}
+}
+
+// version renders "v1.2.0 (go1.26.1)" for a release, and "dev (rev
+// 0123456789ab-dirty, go1.26.1)" for a build from a checkout (whose
+// pseudo-version would only repeat the revision). -buildvcs=false builds
+// (CI) carry no revision: "dev (go1.26.1)".
+func version() string {
+	v := Version
+	goVersion := runtime.Version()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v + " (" + goVersion + ")"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if mv := bi.Main.Version; v == "dev" && mv != "" && mv != "(devel)" && (rev == "" || !strings.Contains(mv, rev)) {
+		v = mv
+	}
+	if rev == "" {
+		return v + " (" + goVersion + ")"
+	}
+	return v + " (rev " + rev + dirty + ", " + goVersion + ")"
 }
 
 func newCmdCompletion(a *app.App) *cobra.Command {
@@ -133,7 +294,7 @@ func newCmdCompletion(a *app.App) *cobra.Command {
 
   bash: source <(solar completion bash)
   zsh:  solar completion zsh > "${fpath[1]}/_solar"
-  fish: solar completion fish > ~/.config/fish/completions/solar.fish`,
+  fish: solar completion fish > ~/.config/fish/completions/solar.fish` + "\n" + app.ExitHelp,
 		Example:   "  source <(solar completion bash)",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"bash", "zsh", "fish"},

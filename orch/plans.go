@@ -104,7 +104,7 @@ func Resolve(tx *store.Tx, ref string) (string, error) {
 			return "", fmt.Errorf("%w: build one with solar ch process", ErrNoPlans)
 		}
 		if back >= len(uids) {
-			return "", fmt.Errorf("%w %q: there are only %d plans", ErrUnknownPlan, ref, len(uids))
+			return "", fmt.Errorf("%w %q: there are %d plans (last~0 to last~%d)", ErrUnknownPlan, ref, len(uids), len(uids)-1)
 		}
 		return uids[len(uids)-1-back], nil
 	}

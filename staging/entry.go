@@ -335,6 +335,10 @@ func FormatChange(c Change) string {
 		if v == nil {
 			return "null"
 		}
+		if v == "" {
+			// Shown bare, an empty string would vanish into "key: ".
+			return `""`
+		}
 		return schema.Format(v)
 	}
 	key := c.Key

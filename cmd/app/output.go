@@ -63,10 +63,13 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 	return nil
 }
 
-// Count renders "1 rule", "2 rules".
+// Count renders "1 rule", "2 rules", "0 entries".
 func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if stem, ok := strings.CutSuffix(noun, "y"); ok && stem != "" && !strings.ContainsAny(stem[len(stem)-1:], "aeiou") {
+		return fmt.Sprintf("%d %sies", n, stem)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

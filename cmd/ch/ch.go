@@ -20,7 +20,7 @@ diff against the last committed state. Entries stay staged until the task that
 runs them succeeds.` + "\n" + app.ExitHelp,
 		Example: `  solar ch stage -d
   solar ch stage -a restart -t role=db
-  solar ch process -t env1
+  solar ch process -t env=demo
   solar ch history -n 5`,
 	}
 	c.AddCommand(NewCmdStage(a, nil), NewCmdStagedItem(a, nil), NewCmdProcess(a, nil), NewCmdDiscard(a, nil), NewCmdHistory(a, nil), NewCmdRevert(a, nil))

@@ -33,7 +33,8 @@ func NewCmdDiscard(a *app.App, runF func(*DiscardOptions) error) *cobra.Command 
   a custom action (restart, reload...) just drops the entry.
 Resources downstream are restaged to match. A discarded entry's task in a plan
 not yet run is SKIPPED with reason "discarded".` + "\n" + app.ExitHelp,
-		Example: `  solar ch discard mariadb.update
+		Example: `  solar resource update mariadb port=3307 && solar ch discard mariadb.update
+  solar ch discard mariadb.run      # a never-committed mariadb is deleted
   solar ch discard --all`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Keys = args

@@ -32,7 +32,7 @@ func NewCmdHistory(a *app.App, runF func(*HistoryOptions) error) *cobra.Command 
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if opts.N < 0 {
-				return app.Usagef("-n must be ≥ 0")
+				return app.Usagef("-n/--limit %d: want 0 (all) or more", opts.N)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -40,7 +40,7 @@ func NewCmdHistory(a *app.App, runF func(*HistoryOptions) error) *cobra.Command 
 			return historyRun(opts)
 		},
 	}
-	c.Flags().IntVarP(&opts.N, "n", "n", 0, "show only the last N entries (0: all)")
+	c.Flags().IntVarP(&opts.N, "limit", "n", 0, "show only the last N entries (0: all)")
 	c.Flags().BoolVarP(&opts.Diff, "diff", "d", false, "show each entry's diff")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return c
@@ -114,7 +114,7 @@ func NewCmdRevert(a *app.App, runF func(*RevertOptions) error) *cobra.Command {
 		Long: `Stage the inverse of history entry UID: a run is undone by a remove, an update
 by its old values, a remove by recreating the resource. Custom actions (restart,
 reload...) cannot be reverted.` + "\n" + app.ExitHelp,
-		Example: "  solar ch history -n 3\n  solar ch revert 42",
+		Example: "  solar ch history -n 3\n  solar ch revert 1",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.UID = args[0]

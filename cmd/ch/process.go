@@ -43,9 +43,9 @@ the old plan's task for it (reason "superseded").
 When nothing is staged for the selection, it says so on stderr, writes no plan
 and exits 0.` + "\n" + app.ExitHelp,
 		Example: `  solar ch process
-  solar ch process -t env1
-  solar ch process -t 'env=prod & role=db' -t 'role=lb'
-  uid=$(solar ch process -t env1) && solar orch run-once "$uid"`,
+  solar ch process -t env=demo
+  solar ch process -t 'env=demo & role=db' -t 'role=lb'
+  uid=$(solar ch process -t env=demo) && solar orch run-once "$uid"`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -88,11 +88,11 @@ func processRun(opts *ProcessOptions) error {
 	rec, superseded := res.Record, res.Superseded
 	w := opts.App.IO.Err
 	if rec == nil {
-		sel := "anything"
+		sel := ""
 		if len(opts.Tags) > 0 {
-			sel = "-t " + strings.Join(opts.Tags, " -t ")
+			sel = " for -t " + strings.Join(opts.Tags, " -t ")
 		}
-		fmt.Fprintf(w, "nothing staged for %s; no plan written\n", sel)
+		fmt.Fprintf(w, "nothing staged%s; no plan written\n", sel)
 		return nil
 	}
 	for _, uid := range superseded {
@@ -104,8 +104,8 @@ func processRun(opts *ProcessOptions) error {
 			staged++
 		}
 	}
-	fmt.Fprintf(w, "plan %s: %d tasks (%d staged, %d triggered by rules), %d edges\n",
-		rec.UID, len(rec.Plan.Nodes), staged, len(rec.Plan.Nodes)-staged, len(rec.Plan.Edges))
+	fmt.Fprintf(w, "plan %s: %s (%d staged, %d triggered by rules), %s\n",
+		rec.UID, app.Count(len(rec.Plan.Nodes), "task"), staged, len(rec.Plan.Nodes)-staged, app.Count(len(rec.Plan.Edges), "edge"))
 	for _, warn := range rec.Plan.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}

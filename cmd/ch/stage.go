@@ -42,7 +42,7 @@ With -a ACTION: stage that action (any action the base defines: restart,
 reload...) for the resource -n NAME or every resource matching -t, even when
 nothing changed.` + "\n" + app.ExitHelp,
 		Example: `  solar ch stage
-  solar ch stage -t env1 -d
+  solar ch stage -t tier=api -d
   solar ch stage -a restart -t role=db
   solar ch stage -a reload -n haproxy --json`,
 		Args: cobra.NoArgs,
@@ -128,9 +128,9 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 	if !withDiff {
 		rows := make([][]string, 0, len(ents))
 		for _, e := range ents {
-			t := strings.Join(e.Tags, ",")
-			if t == "" && len(e.AffectedBy) > 0 {
-				t = "(affected by " + strings.Join(e.AffectedBy, ",") + ")"
+			t := tagsText(e)
+			if len(e.Tags) == 0 && t != "" {
+				t = "(" + t + ")"
 			}
 			rows = append(rows, []string{e.Key, e.Cause, fmt.Sprintf("%d", len(e.Diff)), t})
 		}
@@ -140,11 +140,11 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		t := strings.Join(e.Tags, ",")
-		if t == "" && len(e.AffectedBy) > 0 {
-			t = "affected by " + strings.Join(e.AffectedBy, ",")
+		if t := tagsText(e); t != "" {
+			fmt.Fprintf(w, "%s  (%s) [%s]\n", e.Key, e.Cause, t)
+		} else {
+			fmt.Fprintf(w, "%s  (%s)\n", e.Key, e.Cause)
 		}
-		fmt.Fprintf(w, "%s  (%s) [%s]\n", e.Key, e.Cause, t)
 		if len(e.Diff) == 0 {
 			fmt.Fprintln(w, "  (no changes)")
 		}
@@ -153,6 +153,23 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 		}
 	}
 	return nil
+}
+
+// tagsText renders an entry's tags. An entry without tags was staged
+// because changes reached it through connections: it shows the resources
+// they came from, unless its cause already names them all.
+func tagsText(e entryView) string {
+	if len(e.Tags) > 0 {
+		return strings.Join(e.Tags, ",")
+	}
+	if len(e.AffectedBy) == 0 {
+		return ""
+	}
+	by := "affected by " + strings.Join(e.AffectedBy, ", ")
+	if by == e.Cause {
+		return ""
+	}
+	return by
 }
 
 func stageListRun(opts *StageOptions) error {
@@ -266,7 +283,7 @@ func NewCmdStagedItem(a *app.App, runF func(*StagedItemOptions) error) *cobra.Co
 		Use:     "staged-item KEY",
 		Short:   "Show one staged entry with its diff",
 		Long:    "Show the staged entry KEY (<resource>.<action>) with its tags and diff.\n" + app.ExitHelp,
-		Example: "  solar ch staged-item mariadb.update\n  solar ch staged-item rmq.1.run --json",
+		Example: "  solar ch staged-item mariadb.run\n  solar ch staged-item rmq.1.run --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Key = args[0]

@@ -47,9 +47,10 @@ Unless --no-events, the default rules are added:
 A default rule that would close a cycle of after rules is left out, with a
 warning. Disconnecting removes the rules the connection added, no others.` + "\n" + app.ExitHelp,
 		Example: `  solar connect node1 mariadb
-  solar connect mariadb keystone 'port->db_port,ip->db_host'
-  solar connect keystone haproxy '{"url": "backends"}'
-  solar connect mariadb keystone root_password->settings:password --no-events`,
+  solar connect mariadb keystone 'ip->db_host,port->db_port'
+  solar connect keystone haproxy 'port->ports'
+  solar connect keystone haproxy '{"admin_port": "ports"}'
+  solar connect mariadb keystone 'root_password->db_password' --no-events`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Emitter, opts.Receiver, opts.Mapping = args[0], args[1], args[2:]
@@ -69,8 +70,8 @@ func connectRun(opts *ConnectOptions) error {
 		return err
 	}
 	var (
-		conn   *resources.Connection
-		staged []*staging.Entry
+		conn    *resources.Connection
+		staged  []*staging.Entry
 		added   int
 		skipped []string
 	)

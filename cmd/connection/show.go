@@ -21,6 +21,9 @@ func NewCmdConnections(a *app.App) *cobra.Command {
 		Use:     "connections",
 		Aliases: []string{"connection", "conn"},
 		Short:   "Inspect connections between resources",
+		Long: `A connection makes inputs of a receiver follow values of an emitter ("solar
+connect"). "solar connections show" lists them, each mapping as
+emitter.input -> receiver.input.` + "\n" + app.ExitHelp,
 		Example: "  solar connections show\n  solar connections show keystone --json",
 	}
 	c.AddCommand(NewCmdShow(a, nil))

@@ -30,7 +30,7 @@ func NewCmd(a *app.App) *cobra.Command {
 
 Resource names may contain dots (rmq.1): the action follows the last dot.` + "\n" + app.ExitHelp,
 		Example: `  solar events add 'on mariadb.run changed keystone.run'
-  solar events add -f rules.txt
+  solar events add -f rules.txt    # one rule per line, '#' starts a comment
   solar events list keystone
   solar events remove 'on mariadb.run changed keystone.run'`,
 	}
@@ -56,7 +56,8 @@ line, '#' starts a comment; "-" reads stdin). All rules are checked first: a rul
 that does not parse, or names an unknown resource or an action its base does not
 define, rejects the whole set.` + "\n" + app.ExitHelp,
 		Example: `  solar events add 'on mariadb.run changed keystone.run' 'after keystone.run haproxy.run'
-  solar events add -f testdata/examples/openstack/rules.txt`,
+  printf '# one rule per line\non keystone.update changed keystone.restart\n' > rules.txt
+  solar events add -f rules.txt`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Rules = args
 			if (len(args) == 0) == (opts.File == "") {
@@ -107,7 +108,7 @@ func addRun(opts *AddOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "added %d rules (%d already present)\n", added, len(rules)-added)
+	fmt.Fprintf(opts.App.IO.Out, "added %s (%d already present)\n", app.Count(added, "rule"), len(rules)-added)
 	return nil
 }
 
@@ -234,6 +235,6 @@ func removeRun(opts *RemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "removed %d rules\n", len(rules))
+	fmt.Fprintf(opts.App.IO.Out, "removed %s\n", app.Count(len(rules), "rule"))
 	return nil
 }

@@ -155,6 +155,6 @@ func filterRun(opts *FilterOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "plan %s: %d tasks skipped as filtered\n", uid, skipped)
+	fmt.Fprintf(opts.App.IO.Out, "plan %s: %s skipped as filtered\n", uid, app.Count(skipped, "task"))
 	return nil
 }

@@ -135,7 +135,7 @@ func reportRun(opts *ReportOptions) error {
 	if !v.Finished {
 		state = "unfinished"
 	}
-	fmt.Fprintf(w, "\n%d tasks: %s; wall time %s; plan %s %s\n", len(v.Tasks), strings.Join(parts, ", "),
+	fmt.Fprintf(w, "\n%s: %s; wall time %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "),
 		time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond), rec.UID, state)
 	return nil
 }

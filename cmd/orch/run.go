@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,9 +59,10 @@ Each success commits its staged entry.
 Progress goes to stderr, one line per task transition. Ctrl-C once stops
 starting tasks and waits for the running ones; twice kills them. The plan stays
 resumable: run-once (or resume) again finishes it without re-running finished
-tasks. Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
+tasks; a plan with every task finished runs nothing (restart runs it again).
+Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
 		Example: `  solar orch run-once last
-  solar orch run-once 20261122-101500-0003 --concurrency 4
+  solar orch run-once last --concurrency 4 --per-node 2
   solar orch run-once last && solar orch report last`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -163,6 +165,10 @@ func resetWhere(match func(orch.State) bool) func(*store.Tx, *orch.Record, map[s
 	}
 }
 
+// errFinished rolls back the preparation of a plan that has nothing left
+// to run, so that it is not marked unfinished again.
+var errFinished = errors.New("plan already finished")
+
 func runRun(opts *RunOptions) error {
 	a := opts.App
 	var uid string
@@ -170,9 +176,6 @@ func runRun(opts *RunOptions) error {
 		var err error
 		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
 			return err
-		}
-		if opts.Prepare == nil {
-			return nil
 		}
 		rec, err := orch.Load(tx, uid)
 		if err != nil {
@@ -182,8 +185,25 @@ func runRun(opts *RunOptions) error {
 		if err != nil {
 			return err
 		}
-		return opts.Prepare(tx, rec, states)
+		if opts.Prepare != nil {
+			// retry and resume may find nothing to reset; restart always does.
+			if err := opts.Prepare(tx, rec, states); err != nil {
+				return err
+			}
+			if states, err = orch.States(tx, rec); err != nil {
+				return err
+			}
+		}
+		if orch.Done(states) {
+			return errFinished
+		}
+		return nil
 	})
+	if errors.Is(err, errFinished) {
+		// Not an error: the plan is in the state the user asked for.
+		fmt.Fprintf(a.IO.Err, "plan %s is already finished; nothing to run (solar orch restart %s runs it again)\n", uid, uid)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -199,17 +219,25 @@ func runRun(opts *RunOptions) error {
 	defer signal.Stop(sigs)
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
 	go func() {
-		n := 0
-		for range sigs {
-			n++
-			if n == 1 {
+		stopping := false
+		for sig := range sigs {
+			switch {
+			case !stopping && sig == syscall.SIGTERM:
+				// "solar orch stop" from another terminal, or a service
+				// manager: nobody pressed Ctrl-C here.
+				pr.note("stop requested: running tasks finish, no new task starts")
+			case !stopping:
 				pr.note("stopping: running tasks finish, no new task starts (Ctrl-C again to kill them)")
-				close(stop)
-			} else {
+			case sig == syscall.SIGTERM:
+				// A second stop request asks for nothing more.
+				continue
+			default:
 				pr.note("killing running tasks")
 				cancel()
 				return
 			}
+			stopping = true
+			close(stop)
 		}
 	}()
 	r := &orch.Runner{Path: path, UID: uid, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
@@ -221,7 +249,7 @@ func runRun(opts *RunOptions) error {
 	}
 	pr.summary(rec, states)
 	if n := count(states, orch.StatusError); n > 0 {
-		return &app.FailedError{Msg: fmt.Sprintf("%d tasks failed", n)}
+		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
 	}
 	return nil
 }
@@ -286,13 +314,13 @@ func (p *progress) task(id string, st orch.State) {
 		delete(p.running, id)
 		p.done++
 		p.failed++
-		line += fmt.Sprintf("  after %d attempts: %s", st.Attempts, oneLine(st.Err))
+		line += fmt.Sprintf("  after %s: %s", app.Count(st.Attempts, "attempt"), oneLine(st.Err))
 	default:
 		delete(p.running, id)
 		p.done++
 		line += "  " + duration(st)
 		if st.Attempts > 1 {
-			line += fmt.Sprintf(" (%d attempts)", st.Attempts)
+			line += " (" + app.Count(st.Attempts, "attempt") + ")"
 		}
 	}
 	fmt.Fprintln(p.w, line)

@@ -214,7 +214,7 @@ func listRun(opts *ListOptions) error {
 	for _, p := range out.Plans {
 		state := "finished"
 		if p.Open {
-			state = "open"
+			state = "unfinished"
 		}
 		var counts []string
 		for _, s := range []orch.Status{orch.StatusPending, orch.StatusInProgress, orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError} {

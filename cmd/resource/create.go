@@ -44,7 +44,7 @@ the tag composition=NAME.` + "\n" + app.ExitHelp,
 		Example: `  solar resource create node1 testdata/resources/node ip=10.0.0.1 --tags env1
   solar resource create db testdata/resources/mariadb '{"dir": "/tmp/solar", "root_password": "s3cret"}' --tags env1,role=db
   solar resource create web testdata/resources/haproxy dir=/tmp/solar --meta retry=2 --meta timeout=30s
-  solar resource create openstack testdata/examples/openstack/composition.yaml`,
+  SOLAR_DEMO_DIR=/tmp/demo solar resource create openstack testdata/examples/openstack/composition.yaml`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name, opts.Base, opts.Values = args[0], args[1], args[2:]
@@ -167,8 +167,8 @@ func createComposition(opts *CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "created %d resources, %d connections and %d rules from %s; staged %d entries\n",
-		len(res.Resources), len(res.Connections), added, opts.Base, len(staged))
+	fmt.Fprintf(opts.App.IO.Out, "created %s, %s and %s from %s; staged %s\n",
+		app.Count(len(res.Resources), "resource"), app.Count(len(res.Connections), "connection"), app.Count(added, "rule"), opts.Base, app.Count(len(staged), "entry"))
 	return nil
 }
 

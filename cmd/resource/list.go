@@ -28,8 +28,8 @@ func NewCmdList(a *app.App, runF func(*ListOptions) error) *cobra.Command {
 		Long: `List resources sorted by name. A tag expression combines k=v terms with
 & (and), | (or), ! (not) and parentheses; k=* matches any value.` + "\n" + app.ExitHelp,
 		Example: `  solar resource list
-  solar resource list --tag 'env=prod & (role=db | role=lb)'
-  solar resource list -t 'node=*' --json`,
+  solar resource list --tag 'env=demo & (role=db | role=lb)'
+  solar resource list -t 'tier=*' --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
