@@ -7,8 +7,6 @@ import (
 	"github.com/solarops/solar/store"
 )
 
-
-
 // A connection's default rules that would close a cycle of after rules are
 // left out (the planner would reject every plan with both actions), the
 // others are added and owned by their pair.
