@@ -80,75 +80,65 @@ Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
 	return c
 }
 
-// NewCmdResume builds "solar orch resume".
-func NewCmdResume(a *app.App) *cobra.Command {
-	opts := &RunOptions{App: a, Verb: "resume"}
+// runVariant is a verb that resets some task states and then runs the plan
+// like run-once.
+type runVariant struct {
+	verb, short, long string
+	reset             func(orch.State) bool
+}
+
+func newCmdRunVariant(a *app.App, v runVariant) *cobra.Command {
+	opts := &RunOptions{App: a, Verb: v.verb}
 	c := &cobra.Command{
-		Use:     "resume [UID|last]",
-		Short:   "Continue an interrupted or stopped run; finished tasks are not run again",
-		Long:    "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.\n" + app.ExitHelp,
-		Example: `  solar orch resume last`,
+		Use:     v.verb + " [UID|last]",
+		Short:   v.short,
+		Long:    v.long + "\n" + app.ExitHelp,
+		Example: "  solar orch " + v.verb + " last",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = refArg(args)
 			if err := checkRunFlags(opts); err != nil {
 				return err
 			}
-			opts.Prepare = resetWhere(func(st orch.State) bool {
-				return st.Status == orch.StatusSkipped && st.Reason == orch.ReasonStopped
-			})
+			opts.Prepare = resetWhere(v.reset)
 			return runRun(opts)
 		},
 	}
 	addRunFlags(c, opts)
 	return c
+}
+
+// NewCmdResume builds "solar orch resume".
+func NewCmdResume(a *app.App) *cobra.Command {
+	return newCmdRunVariant(a, runVariant{
+		verb:  "resume",
+		short: "Continue an interrupted or stopped run; finished tasks are not run again",
+		long:  "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.",
+		reset: orch.Stopped,
+	})
 }
 
 // NewCmdRetry builds "solar orch retry".
 func NewCmdRetry(a *app.App) *cobra.Command {
-	opts := &RunOptions{App: a, Verb: "retry"}
-	c := &cobra.Command{
-		Use:     "retry [UID|last]",
-		Short:   "Run again the tasks that ended ERROR and those they skipped",
-		Long:    "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure.\n" + app.ExitHelp,
-		Example: `  solar orch retry last`,
-		Args:    cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Ref = refArg(args)
-			if err := checkRunFlags(opts); err != nil {
-				return err
-			}
-			opts.Prepare = resetWhere(func(st orch.State) bool {
-				return st.Status == orch.StatusError || (st.Status == orch.StatusSkipped && strings.HasPrefix(st.Reason, orch.ReasonUpstreamFailed)) ||
-					(st.Status == orch.StatusSkipped && st.Reason == orch.ReasonStopped)
-			})
-			return runRun(opts)
+	return newCmdRunVariant(a, runVariant{
+		verb:  "retry",
+		short: "Run again the tasks that ended ERROR and those they skipped",
+		long:  "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure.",
+		reset: func(st orch.State) bool {
+			_, failed := st.FailedRoot("")
+			return failed || orch.Stopped(st)
 		},
-	}
-	addRunFlags(c, opts)
-	return c
+	})
 }
 
 // NewCmdRestart builds "solar orch restart".
 func NewCmdRestart(a *app.App) *cobra.Command {
-	opts := &RunOptions{App: a, Verb: "restart"}
-	c := &cobra.Command{
-		Use:     "restart [UID|last]",
-		Short:   "Run every task of a plan again",
-		Long:    "Set every task back to PENDING and run the plan from the start.\n" + app.ExitHelp,
-		Example: `  solar orch restart last`,
-		Args:    cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Ref = refArg(args)
-			if err := checkRunFlags(opts); err != nil {
-				return err
-			}
-			opts.Prepare = resetWhere(func(orch.State) bool { return true })
-			return runRun(opts)
-		},
-	}
-	addRunFlags(c, opts)
-	return c
+	return newCmdRunVariant(a, runVariant{
+		verb:  "restart",
+		short: "Run every task of a plan again",
+		long:  "Set every task back to PENDING and run the plan from the start.",
+		reset: func(orch.State) bool { return true },
+	})
 }
 
 // resetWhere returns a Prepare that sets matching tasks back to PENDING.
