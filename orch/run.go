@@ -543,10 +543,12 @@ func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *tas
 	// Subscribers hang after the action's last instance, so the edges of
 	// every instance of this action count.
 	var out []planner.Edge
-	for _, n := range ex.rec.Plan.Nodes {
-		if n.Resource == info.node.Resource && n.Action == info.node.Action {
-			out = append(out, ex.infos[n.ID].reactOut...)
+	for i := 0; ; i++ {
+		other, ok := ex.infos[fmt.Sprintf("%s.%s#%d", info.node.Resource, info.node.Action, i)]
+		if !ok {
+			break
 		}
+		out = append(out, other.reactOut...)
 	}
 	for _, e := range out {
 		if !e.Event.Matches(events.ResultChanged) {

@@ -1,4 +1,3 @@
-// Package events holds the "solar events" commands.
 package events
 
 import (

@@ -1,4 +1,3 @@
-// Package orch holds the "solar orch" commands: inspect, draw and run plans.
 package orch
 
 import (

@@ -1,4 +1,3 @@
-// Package resource holds the "solar resource" commands: one file per verb.
 package resource
 
 import (

@@ -1,4 +1,3 @@
-// Command solar is the solar orchestrator's command-line interface.
 package main
 
 import (

@@ -1,0 +1,3 @@
+// Package connection holds "solar connect", "solar disconnect" and
+// "solar connections".
+package connection

@@ -1,0 +1,2 @@
+// Package events holds the "solar events" commands.
+package events

@@ -1,0 +1,2 @@
+// Package orch holds the "solar orch" commands: inspect, draw and run plans.
+package orch

@@ -1,0 +1,2 @@
+// Package resource holds the "solar resource" commands: one file per verb.
+package resource
