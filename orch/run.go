@@ -226,6 +226,19 @@ func alive(pid int) bool {
 	return true
 }
 
+// Running reports the pid of the live process running plan uid, if any.
+func Running(tx *store.Tx, uid string) (int, bool) {
+	raw, err := tx.Get(store.Plans, runnerKey(uid))
+	if err != nil {
+		return 0, false
+	}
+	var rr runnerRecord
+	if json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
+		return 0, false
+	}
+	return rr.PID, true
+}
+
 // RequestStop asks the runner of plan uid to stop softly.
 func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
 	raw, err := tx.Get(store.Plans, runnerKey(uid))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/store"
 )
 
 // ReportOptions are the inputs of "solar orch report".
@@ -56,6 +57,8 @@ type reportView struct {
 	FormatVersion int            `json:"format_version"`
 	UID           string         `json:"uid"`
 	Finished      bool           `json:"finished"`
+	Running       bool           `json:"running"`
+	RunnerPID     int            `json:"runner_pid,omitempty"`
 	WallMS        float64        `json:"wall_ms"`
 	Totals        map[string]int `json:"totals"`
 	Tasks         []reportTask   `json:"tasks"`
@@ -74,6 +77,12 @@ func reportRun(opts *ReportOptions) error {
 		return err
 	}
 	v := reportView{FormatVersion: app.FormatVersion, UID: rec.UID, Finished: true, Totals: map[string]int{}, Tasks: []reportTask{}}
+	if err := opts.App.View(func(tx *store.Tx) error {
+		v.RunnerPID, v.Running = orch.Running(tx, rec.UID)
+		return nil
+	}); err != nil {
+		return err
+	}
 	for _, s := range []orch.Status{orch.StatusPending, orch.StatusInProgress, orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError} {
 		v.Totals[string(s)] = 0
 	}
@@ -134,6 +143,12 @@ func reportRun(opts *ReportOptions) error {
 	state := "finished"
 	if !v.Finished {
 		state = "unfinished"
+		switch {
+		case v.Running:
+			state += fmt.Sprintf(", running (pid %d)", v.RunnerPID)
+		case v.Totals[string(orch.StatusInProgress)] > 0:
+			state += ", interrupted: no runner is alive; solar orch resume " + rec.UID + " finishes it"
+		}
 	}
 	fmt.Fprintf(w, "\n%s: %s; wall time %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "),
 		time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond), rec.UID, state)
