@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/nodes"
 	"github.com/solarops/solar/orch/handler"
+	sshx "github.com/solarops/solar/orch/handler/ssh"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
@@ -45,6 +47,8 @@ type Runner struct {
 	Concurrency int
 	PerNode     int
 	Shell       *handler.Shell
+	// SSH tunes the connections to nodes with transport ssh.
+	SSH sshx.Config
 	// Progress, if set, is told of every task transition, from one
 	// goroutine at a time.
 	Progress func(id string, st State)
@@ -53,6 +57,8 @@ type Runner struct {
 	Idle time.Duration
 	// Started, if set, is called once the plan is claimed, before any task.
 	Started func(rec *Record)
+
+	transport *sshx.Transport // the run's SSH connections, if any node needs them
 }
 
 // taskInfo is what the runner knows about one task before the walk.
@@ -88,6 +94,12 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	defer sdb.Close()
+	defer func() {
+		if r.transport != nil {
+			r.transport.Close()
+			r.transport = nil
+		}
+	}()
 
 	var (
 		rec     *Record
@@ -255,9 +267,18 @@ func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
 // prepare looks up every task's resource, base and metaparameters.
 func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error) {
 	cat := resources.NewCatalog(tx)
-	shell := r.Shell
-	if shell == nil {
-		shell = &handler.Shell{}
+	shell := &handler.Shell{}
+	if r.Shell != nil {
+		cp := *r.Shell
+		shell = &cp
+	}
+	remote, err := sshNodes(cat, rec)
+	if err != nil {
+		return nil, err
+	}
+	if len(remote) > 0 {
+		r.transport = sshx.New(remote, shell.Transport, r.SSH)
+		shell.Transport = r.transport
 	}
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
 	for _, n := range rec.Plan.Nodes {
@@ -313,6 +334,41 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		if e.Kind == planner.EdgeReact {
 			out[e.From].reactOut = append(out[e.From].reactOut, e)
 		}
+	}
+	return out, nil
+}
+
+// sshNodes returns the nodes with transport ssh that tasks of rec run on,
+// by name. Locations that name no node, or a local one, run here.
+func sshNodes(cat *resources.Catalog, rec *Record) (map[string]*sshx.Node, error) {
+	out := map[string]*sshx.Node{}
+	seen := map[string]bool{}
+	for _, pn := range rec.Plan.Nodes {
+		eff, err := cat.Effective(pn.Resource)
+		if err != nil {
+			continue // the task reports its missing resource
+		}
+		loc, _ := eff[resources.LocationInput].(string)
+		if loc == "" || seen[loc] {
+			continue
+		}
+		seen[loc] = true
+		n, err := nodes.Get(cat, loc)
+		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, nodes.ErrNotNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !n.SSH() {
+			continue
+		}
+		sn := &sshx.Node{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
+		if n.Trusted != nil {
+			// A damaged key reads as no key: the task says to trust again.
+			sn.HostKey, _ = sshx.ParseKey(n.Trusted.Key)
+		}
+		out[loc] = sn
 	}
 	return out, nil
 }

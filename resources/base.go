@@ -60,6 +60,32 @@ func connectedf(format string, args ...any) error {
 // on ("" for the local machine).
 const LocationInput = "location"
 
+// The inputs of a node (a base with node: true) that say how to reach it.
+const (
+	TransportInput = "transport" // "local" or "ssh"
+	IPInput        = "ip"
+	SSHPortInput   = "ssh_port"
+	SSHUserInput   = "ssh_user" // "" is the controller's user name
+	SSHKeyInput    = "ssh_key"  // a private key file on the controller; "" is the agent, then ~/.ssh/id_*
+)
+
+// Transports a node may use.
+const (
+	TransportLocal = "local"
+	TransportSSH   = "ssh"
+)
+
+// nodeInputs are added to a node base that does not declare them.
+func nodeInputs() []InputDef {
+	return []InputDef{
+		{Name: TransportInput, Schema: schema.MustParse("str"), Default: TransportLocal},
+		{Name: IPInput, Schema: schema.MustParse("str"), Default: ""},
+		{Name: SSHPortInput, Schema: schema.MustParse("int"), Default: int64(22)},
+		{Name: SSHUserInput, Schema: schema.MustParse("str"), Default: ""},
+		{Name: SSHKeyInput, Schema: schema.MustParse("str"), Default: ""},
+	}
+}
+
 // Handlers solar knows how to run.
 var handlers = map[string]bool{"shell": true, "noop": true}
 
@@ -337,6 +363,15 @@ func LoadBase(dir string) (*Base, error) {
 	}
 	if _, ok := b.Input(LocationInput); !ok {
 		b.Inputs = append(b.Inputs, InputDef{Name: LocationInput, Schema: schema.MustParse("str"), Default: ""})
+	}
+	if b.Node {
+		// Every node can say how to reach it, whether its base declares
+		// the inputs or not.
+		for _, d := range nodeInputs() {
+			if _, ok := b.Input(d.Name); !ok {
+				b.Inputs = append(b.Inputs, d)
+			}
+		}
 	}
 	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema}
 	for _, f := range []struct {

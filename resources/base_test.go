@@ -114,7 +114,7 @@ func TestLoadBaseVariants(t *testing.T) {
 		{name: "empty meta.yaml", meta: "", handler: "shell", inputs: []string{"location"}},
 		{name: "noop needs no script files", meta: "handler: noop\nactions: {run: actions/run.sh, remove: \"\"}\n", handler: "noop", inputs: []string{"location"}},
 		{name: "declared location keeps its place", meta: "inputs:\n  location: {schema: str, value: here}\n  ip: {schema: str}\n", handler: "shell", inputs: []string{"location", "ip"}},
-		{name: "node base", meta: "handler: noop\nnode: true\ninputs: {ip: {schema: str!}}\n", handler: "noop", inputs: []string{"ip", "location"}, node: true},
+		{name: "node base", meta: "handler: noop\nnode: true\ninputs: {ip: {schema: str!}}\n", handler: "noop", inputs: []string{"ip", "location", "transport", "ssh_port", "ssh_user", "ssh_key"}, node: true},
 		{name: "null default is no default", meta: "inputs: {ip: {schema: str!, value: null}}\n", handler: "shell", inputs: []string{"ip", "location"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestLoadBaseRealBases(t *testing.T) {
 		inputs  []string
 		sema    []string
 	}{
-		{"node", "noop", true, []string{"ip", "ssh_user", "location"}, nil},
+		{"node", "noop", true, []string{"transport", "ip", "ssh_port", "ssh_user", "ssh_key", "location"}, nil},
 		{"noop", "noop", false, []string{"value", "location"}, nil},
 		{"haproxy", "shell", false, []string{"dir", "backends", "ports", "location"}, nil},
 		{"mariadb", "shell", false, []string{"dir", "ip", "port", "root_password", "location"}, []string{"db:1"}},

@@ -464,6 +464,26 @@ func (c *Catalog) checkRequired(r *Resource, vals map[string]any) error {
 			return invalidf("%s: input %q (%s): %v", r.Name, d.Name, d.Schema, maskErr(&d, err))
 		}
 	}
+	if r.Base.Node {
+		return checkNode(r.Name, vals)
+	}
+	return nil
+}
+
+// checkNode refuses node inputs that could never reach the node.
+func checkNode(name string, vals map[string]any) error {
+	switch t := vals[TransportInput]; t {
+	case nil, TransportLocal:
+	case TransportSSH:
+		if ip, _ := vals[IPInput].(string); ip == "" {
+			return invalidf("%s: input %q is required with transport ssh; give ip=ADDRESS", name, IPInput)
+		}
+	default:
+		return invalidf("%s: input %q is %v; want local or ssh", name, TransportInput, t)
+	}
+	if p, ok := vals[SSHPortInput].(int64); ok && (p < 1 || p > 65535) {
+		return invalidf("%s: input %q is %d; want a port from 1 to 65535", name, SSHPortInput, p)
+	}
 	return nil
 }
 

@@ -28,10 +28,11 @@ const (
 	Plans       = "plans"       // uid/... -> plan graph and task records
 	Refreshes   = "refreshes"   // resource.action -> pending refresh
 	Effective   = "effective"   // resource name -> its effective inputs (a cache kept by resources)
+	HostKeys    = "host_keys"   // node name -> nodes.Trusted (the host key trusted for it)
 	meta        = "meta"
 )
 
-var allBuckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, Effective, meta}
+var allBuckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, Effective, HostKeys, meta}
 
 // Errors returned by Open and by transactions.
 var (

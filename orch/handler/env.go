@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -89,19 +88,13 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
 }
 
-// scriptEnv builds the attempt's environment, except SOLAR_INPUTS and
-// SOLAR_RESULT, for which it leaves room. It fails, naming the input, on
-// a value no environment variable can hold and on two inputs that would
-// share a variable; it never quotes a value, which may be secret.
+// scriptEnv builds the protocol's variables of an attempt, except
+// SOLAR_INPUTS and SOLAR_RESULT, which the host sets. It fails, naming the
+// input, on a value no environment variable can hold and on two inputs
+// that would share a variable; it never quotes a value, which may be
+// secret.
 func scriptEnv(req Request) ([]string, error) {
-	parent := os.Environ()
-	env := make([]string, 0, len(parent)+len(req.Inputs)+len(protocolVars))
-	for _, kv := range parent {
-		if !inheritable(kv) {
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := make([]string, 0, len(req.Inputs)+4)
 	env = append(env,
 		"SOLAR_RESOURCE="+req.Resource,
 		"SOLAR_ACTION="+req.Action,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -68,20 +66,9 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	host, err := transport.Open(ctx, req.Location)
 	if err != nil {
-		return Result{}, startFailed(req, err)
+		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
 	}
 	defer host.Close()
-	dir, err := host.MkdirTemp(ctx, s.TempDir)
-	if err != nil {
-		return Result{}, startFailed(req, fmt.Errorf("cannot make a private temp dir: %w", err))
-	}
-	// The private dir goes even when the caller gave up: it holds secrets.
-	defer host.RemoveAll(context.WithoutCancel(ctx), dir)
-	inputsPath, resultPath := joinHost(dir, "inputs.json"), joinHost(dir, "result.json")
-	if err := host.WriteFile(ctx, inputsPath, inputsJSON); err != nil {
-		return Result{}, startFailed(req, fmt.Errorf("cannot write the inputs file: %w", err))
-	}
-	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath)
 
 	attempt := ctx
 	if req.Timeout > 0 {
@@ -89,39 +76,37 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		attempt, cancel = context.WithTimeoutCause(ctx, req.Timeout, errAttemptTimeout)
 		defer cancel()
 	}
-	var stdout, stderr tail
-	proc, err := host.Start(attempt, Command{
-		Path:   interpreter,
-		Args:   []string{req.Script},
-		Dir:    req.BaseDir,
-		Env:    env,
-		Stdout: &stdout,
-		Stderr: &stderr,
-	})
-	if err != nil {
-		return Result{}, startFailed(req, err)
+	grace := s.KillGrace
+	if grace == 0 {
+		grace = DefaultKillGrace
 	}
-	exit, stopped, waitErr := s.wait(attempt, proc)
+	var stdout, stderr tail
+	ended, hostErr := host.Exec(attempt, Attempt{
+		BaseDir: req.BaseDir,
+		Script:  req.Script,
+		Env:     env,
+		Inputs:  inputsJSON,
+		TempDir: s.TempDir,
+		Grace:   grace,
+		Stdout:  &stdout,
+		Stderr:  &stderr,
+	})
 
-	// The result file is read whatever happened: on failure too, its
-	// secret outputs must be masked in what the script printed.
-	changed, outputs, resultErr := true, map[string]any(nil), error(nil)
-	switch raw, err := host.ReadFile(context.WithoutCancel(ctx), resultPath, resultLimit); {
-	case err == nil:
-		changed, outputs, resultErr = parseResult(raw)
-	case !errors.Is(err, fs.ErrNotExist):
-		resultErr = fmt.Errorf("cannot read the result file: %w", err)
+	changed, outputs, resultErr := true, map[string]any(nil), ended.ResultErr
+	if resultErr == nil && ended.Result != nil {
+		changed, outputs, resultErr = parseResult(ended.Result)
 	}
 	m := secrets(req, outputs)
 	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m)}
 
+	exit := ended.Exit
 	switch {
-	case stopped && ctx.Err() != nil:
+	case ended.Stopped && ctx.Err() != nil:
 		return res, canceled(ctx)
-	case stopped:
+	case ended.Stopped:
 		return res, &Error{Kind: ErrTimeout, ExitCode: -1, Msg: "timed out after " + req.Timeout.String()}
-	case waitErr != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: m.apply("lost the script: " + waitErr.Error())}
+	case hostErr != nil:
+		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: m.apply(hostErr.Error())}
 	case exit.Signal != "":
 		return res, failed(-1, "killed by "+exit.Signal, res.Stderr)
 	case exit.Code != 0:
@@ -131,42 +116,6 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	res.Changed, res.Outputs = changed, outputs
 	return res, nil
-}
-
-// wait waits for the script, stopping its process group when ctx is done
-// first; stopped reports that it did.
-func (s *Shell) wait(ctx context.Context, proc Process) (exit Exit, stopped bool, err error) {
-	if ctx.Done() == nil {
-		exit, err = proc.Wait()
-		return exit, false, err
-	}
-	type waited struct {
-		exit Exit
-		err  error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		e, err := proc.Wait()
-		done <- waited{e, err}
-	}()
-	select {
-	case w := <-done:
-		return w.exit, false, w.err
-	case <-ctx.Done():
-	}
-	select {
-	case w := <-done:
-		// It finished as time ran out: what it did stands.
-		return w.exit, false, w.err
-	default:
-	}
-	grace := s.KillGrace
-	if grace == 0 {
-		grace = DefaultKillGrace
-	}
-	stopErr := proc.Stop(grace)
-	w := <-done
-	return w.exit, true, errors.Join(w.err, stopErr)
 }
 
 // checkRequest refuses requests that cannot mean what they say.
@@ -181,10 +130,6 @@ func checkRequest(req Request) error {
 	}
 	return nil
 }
-
-// joinHost joins a host path. Hosts are POSIX machines, so the separator is
-// '/' whatever this machine uses.
-func joinHost(dir, name string) string { return path.Join(dir, name) }
 
 // secrets builds the masker of an attempt from its sensitive inputs and
 // the outputs named like one.
@@ -206,14 +151,6 @@ func secrets(req Request, outputs map[string]any) *masker {
 func canceled(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	return &Error{Kind: ErrCanceled, ExitCode: -1, Msg: "canceled: " + cause.Error(), cause: cause}
-}
-
-func startFailed(req Request, err error) error {
-	return &Error{
-		Kind:     ErrFailed,
-		ExitCode: -1,
-		Msg:      fmt.Sprintf("cannot start %s %s in %s: %v", interpreter, req.Script, req.BaseDir, err),
-	}
 }
 
 // failed is a script that ended badly: what happened, then its stderr tail.

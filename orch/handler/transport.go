@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,54 +17,55 @@ import (
 // Transport reaches the machine an action runs on.
 type Transport interface {
 	// Open returns the host named location ("" is this machine). The caller
-	// closes it when the attempt is over.
+	// closes it when the attempt is over. Its errors are meant for the
+	// operator as they are: they name the node and say what to do.
 	Open(ctx context.Context, location string) (Host, error)
 }
 
-// Host is one machine, as far as the shell protocol needs it: a place to
-// start commands and to keep the attempt's private files. Paths are the
-// host's own.
+// Host is one machine, as far as the shell protocol needs it.
 type Host interface {
-	// Start starts cmd in a process group of its own, so that Process.Stop
-	// reaches everything it starts.
-	Start(ctx context.Context, cmd Command) (Process, error)
-	// MkdirTemp makes a new directory only the current user can enter
-	// (0700) under parent ("" is the host's temp dir) and returns its path.
-	MkdirTemp(ctx context.Context, parent string) (string, error)
-	// WriteFile creates name, which must not exist, with mode 0600.
-	WriteFile(ctx context.Context, name string, data []byte) error
-	// ReadFile reads the regular file name. It fails with an error wrapping
-	// fs.ErrNotExist when there is no such file, and refuses files larger
-	// than limit bytes and anything that is not a regular file.
-	ReadFile(ctx context.Context, name string, limit int64) ([]byte, error)
-	// RemoveAll removes path and everything below it.
-	RemoveAll(ctx context.Context, path string) error
-	// Close releases the host; its processes must have been waited for.
+	// Exec runs one attempt on the host and waits for it to end. When ctx
+	// is done first, the attempt's whole process group is stopped (SIGTERM,
+	// then SIGKILL once Attempt.Grace has passed) and Ended.Stopped is set.
+	// The error is about the host, not the script: it could not be started,
+	// or the host was lost while it ran. Its message is for the operator.
+	Exec(ctx context.Context, a Attempt) (Ended, error)
+	// Close releases the host; no Exec may be in progress.
 	Close() error
 }
 
-// Command is a command for Host.Start.
-type Command struct {
-	Path string   // the program, "/bin/sh"
-	Args []string // its arguments, after the program name
-	Dir  string   // working directory
-	Env  []string // the whole environment, "KEY=value"
-	// Stdout and Stderr receive the command's output. They are written
-	// from other goroutines until Process.Wait returns.
+// Attempt is one run of an action script, as a Host sees it.
+type Attempt struct {
+	BaseDir string // the base's directory on the controller
+	Script  string // relative to BaseDir
+	// Env holds the protocol's variables ("KEY=value"): SOLAR_RESOURCE and
+	// the other names, and one SOLAR_INPUT_* per input. The host adds
+	// SOLAR_INPUTS and SOLAR_RESULT, and the environment of the user it
+	// runs as: on this machine the executor's own, on a node its login
+	// environment.
+	Env []string
+	// Inputs is the content of the file SOLAR_INPUTS names.
+	Inputs []byte
+	// TempDir is where the attempt's private directory is made; "" is the
+	// host's choice.
+	TempDir string
+	// Grace is the time between SIGTERM and SIGKILL when the attempt is
+	// stopped; negative sends SIGKILL at once.
+	Grace time.Duration
+	// Stdout and Stderr receive the script's output, from other goroutines,
+	// until Exec returns.
 	Stdout, Stderr io.Writer
 }
 
-// Process is a started command.
-type Process interface {
-	// Wait waits for the command to exit. Its error is about waiting
-	// itself; how the command ended is in Exit.
-	Wait() (Exit, error)
-	// Stop ends the command and everything in its process group: SIGTERM,
-	// then SIGKILL once grace has passed with some of them still alive
-	// (at once when grace is negative). It may be called while Wait is
-	// blocked in another goroutine, and returns when the group is gone or
-	// has been sent SIGKILL.
-	Stop(grace time.Duration) error
+// Ended is how an attempt ended.
+type Ended struct {
+	Exit    Exit
+	Stopped bool // ctx was done and the host stopped the process group
+	// Result is the content of the result file; nil when the script wrote
+	// none. ResultErr says why it could not be read (too large, not a
+	// regular file); it never quotes the file.
+	Result    []byte
+	ResultErr error
 }
 
 // Exit is how a command ended.
@@ -72,7 +74,7 @@ type Exit struct {
 	Signal string // the signal that killed it, "SIGKILL"; "" when it exited
 }
 
-// Local runs commands on this machine, whatever the location. It is the
+// Local runs attempts on this machine, whatever the location. It is the
 // default Transport and is also its own Host.
 type Local struct{}
 
@@ -87,29 +89,71 @@ const pollEvery = 10 * time.Millisecond
 // Open returns Local itself: there is only one local machine.
 func (Local) Open(context.Context, string) (Host, error) { return Local{}, nil }
 
-// Start starts cmd with Setpgid, so its pid is also its process group id.
-func (Local) Start(_ context.Context, c Command) (Process, error) {
-	cmd := exec.Command(c.Path, c.Args...)
-	cmd.Dir = c.Dir
-	cmd.Env = c.Env
-	cmd.Stdout = c.Stdout
-	cmd.Stderr = c.Stderr
+// Close does nothing.
+func (Local) Close() error { return nil }
+
+// Exec makes the attempt's private directory, writes the inputs file,
+// runs "/bin/sh Script" in BaseDir in a process group of its own, reads the
+// result file and removes the directory, which holds secrets, whatever
+// happened.
+func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
+	dir, err := localTempDir(a.TempDir)
+	if err != nil {
+		return Ended{}, l.startErr(a, fmt.Errorf("cannot make a private temp dir: %w", err))
+	}
+	defer os.RemoveAll(dir)
+	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
+	if err := writeNew(inputsPath, a.Inputs); err != nil {
+		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
+	}
+	parent := os.Environ()
+	env := make([]string, 0, len(parent)+len(a.Env)+2)
+	for _, kv := range parent {
+		if inheritable(kv) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, a.Env...)
+	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath)
+
+	cmd := exec.Command(interpreter, a.Script)
+	cmd.Dir = a.BaseDir
+	cmd.Env = env
+	cmd.Stdout = a.Stdout
+	cmd.Stderr = a.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = ioGrace
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return Ended{}, l.startErr(a, err)
 	}
-	return &localProcess{cmd: cmd}, nil
+	p := &localProcess{cmd: cmd}
+	ended, err := waitOrStop(ctx, p, a.Grace)
+	if err != nil {
+		return ended, fmt.Errorf("lost the script: %w", err)
+	}
+	// The result file is read whatever happened: on failure too, its
+	// secret outputs must be masked in what the script printed.
+	switch raw, err := readRegular(resultPath, resultLimit); {
+	case err == nil:
+		ended.Result = raw
+	case !errors.Is(err, fs.ErrNotExist):
+		ended.ResultErr = fmt.Errorf("cannot read the result file: %w", err)
+	}
+	return ended, nil
 }
 
-// MkdirTemp uses os.MkdirTemp, which creates the directory with mode 0700.
-// With no parent it prefers $XDG_RUNTIME_DIR: a tmpfs only the user can
-// enter, so secrets in the inputs file never reach a disk, and the files of
-// an attempt cost a fraction of what they cost on a disk-backed /tmp (see
-// BenchmarkShell). Where that dir is unusable (a session's dir after su),
-// An explicit $TMPDIR comes next, then /dev/shm (the tmpfs every Linux has;
-// the attempt's dir in it is still 0700), then os.TempDir().
-func (Local) MkdirTemp(_ context.Context, parent string) (string, error) {
+func (Local) startErr(a Attempt, err error) error {
+	return fmt.Errorf("cannot start %s %s in %s: %w", interpreter, a.Script, a.BaseDir, err)
+}
+
+// localTempDir makes a new 0700 directory for an attempt. With no parent it
+// prefers $XDG_RUNTIME_DIR: a tmpfs only the user can enter, so secrets in
+// the inputs file never reach a disk, and the files of an attempt cost a
+// fraction of what they cost on a disk-backed /tmp (see BenchmarkShell).
+// Where that dir is unusable (a session's dir after su), an explicit
+// $TMPDIR comes next, then /dev/shm (the tmpfs every Linux has; the
+// attempt's dir in it is still 0700), then os.TempDir().
+func localTempDir(parent string) (string, error) {
 	if parent != "" {
 		return os.MkdirTemp(parent, "solar-")
 	}
@@ -124,9 +168,9 @@ func (Local) MkdirTemp(_ context.Context, parent string) (string, error) {
 	return os.MkdirTemp("", "solar-")
 }
 
-// WriteFile creates name exclusively, so that it never writes through a
+// writeNew creates name exclusively, so that it never writes through a
 // file or link someone else put there first.
-func (Local) WriteFile(_ context.Context, name string, data []byte) error {
+func writeNew(name string, data []byte) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -138,9 +182,10 @@ func (Local) WriteFile(_ context.Context, name string, data []byte) error {
 	return err
 }
 
-// ReadFile opens name without blocking, so that a FIFO left in its place
-// cannot hang the caller, then insists on a regular file.
-func (Local) ReadFile(_ context.Context, name string, limit int64) ([]byte, error) {
+// readRegular opens name without blocking, so that a FIFO left in its
+// place cannot hang the caller, then insists on a regular file of at most
+// limit bytes.
+func readRegular(name string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -151,23 +196,61 @@ func (Local) ReadFile(_ context.Context, name string, limit int64) ([]byte, erro
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", name, st.Mode().Type())
+		return nil, fmt.Errorf("it is not a regular file (%s)", st.Mode().Type())
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+		return nil, fmt.Errorf("it is larger than %d bytes", limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", name, limit)
+		err = fmt.Errorf("it is larger than %d bytes", limit)
 	}
 	return data, err
 }
 
-// RemoveAll is os.RemoveAll.
-func (Local) RemoveAll(_ context.Context, path string) error { return os.RemoveAll(path) }
+// process is a started command that can be waited for and stopped.
+type process interface {
+	// Wait waits for the command to exit. Its error is about waiting
+	// itself; how the command ended is in Exit.
+	Wait() (Exit, error)
+	// Stop ends the command and everything in its process group: SIGTERM,
+	// then SIGKILL once grace has passed with some of them still alive (at
+	// once when grace is negative). It may be called while Wait is blocked
+	// in another goroutine.
+	Stop(grace time.Duration) error
+}
 
-// Close does nothing.
-func (Local) Close() error { return nil }
+// waitOrStop waits for p, stopping its process group when ctx is done
+// first; Ended.Stopped reports that it did.
+func waitOrStop(ctx context.Context, p process, grace time.Duration) (Ended, error) {
+	if ctx.Done() == nil {
+		exit, err := p.Wait()
+		return Ended{Exit: exit}, err
+	}
+	type waited struct {
+		exit Exit
+		err  error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		e, err := p.Wait()
+		done <- waited{e, err}
+	}()
+	select {
+	case w := <-done:
+		return Ended{Exit: w.exit}, w.err
+	case <-ctx.Done():
+	}
+	select {
+	case w := <-done:
+		// It finished as time ran out: what it did stands.
+		return Ended{Exit: w.exit}, w.err
+	default:
+	}
+	stopErr := p.Stop(grace)
+	w := <-done
+	return Ended{Exit: w.exit, Stopped: true}, errors.Join(w.err, stopErr)
+}
 
 type localProcess struct {
 	cmd *exec.Cmd
@@ -233,4 +316,16 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return "signal " + strconv.Itoa(int(s))
+}
+
+// SignalName returns the SIG* name of a signal given by its name without
+// the prefix ("TERM", as an SSH server reports it) or with it.
+func SignalName(name string) string {
+	if name == "" {
+		return ""
+	}
+	if len(name) > 3 && name[:3] == "SIG" {
+		return name
+	}
+	return "SIG" + name
 }

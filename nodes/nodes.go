@@ -1,0 +1,127 @@
+package nodes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/store"
+)
+
+// Errors of this package; the errors returned wrap one of them and name the
+// node.
+var (
+	// ErrNotNode means the resource exists but its base is not a node.
+	ErrNotNode = errors.New("not a node")
+	// ErrLocal means the node runs its actions on this machine, so there is
+	// no host to trust or check.
+	ErrLocal = errors.New("node uses transport local")
+	// ErrFingerprint means a key's fingerprint is not the one the operator
+	// expected.
+	ErrFingerprint = errors.New("fingerprint mismatch")
+)
+
+// Node is one node resource, as a transport needs it.
+type Node struct {
+	Name      string
+	Transport string // resources.TransportLocal or resources.TransportSSH
+	IP        string
+	Port      int
+	User      string // "" is the controller's user name
+	Key       string // private key file on the controller; "" is the agent and default keys
+	// Trusted is the host key trusted for the node; nil when none is.
+	Trusted *Trusted
+}
+
+// SSH reports whether the node's actions run over SSH.
+func (n *Node) SSH() bool { return n.Transport == resources.TransportSSH }
+
+// Addr is ip:port, with brackets around an IPv6 address.
+func (n *Node) Addr() string { return net.JoinHostPort(n.IP, strconv.Itoa(n.Port)) }
+
+// Trusted is a host key an operator accepted for a node.
+type Trusted struct {
+	Key         string    `json:"key"`         // authorized_keys form: "ssh-ed25519 AAAA..."
+	Fingerprint string    `json:"fingerprint"` // "SHA256:..."
+	Address     string    `json:"address"`     // where the key was seen
+	At          time.Time `json:"at"`
+}
+
+// Get reads the node named name. It fails with resources.ErrNotFound for an
+// unknown resource and ErrNotNode for one that is not a node.
+func Get(cat *resources.Catalog, name string) (*Node, error) {
+	r, err := cat.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Base.Node {
+		return nil, fmt.Errorf("%w: %s is made from base %s, which has no node: true", ErrNotNode, name, r.Base.Name)
+	}
+	eff, err := cat.Effective(name)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Name: name, Transport: resources.TransportLocal, Port: 22}
+	if s, ok := eff[resources.TransportInput].(string); ok && s != "" {
+		n.Transport = s
+	}
+	n.IP, _ = eff[resources.IPInput].(string)
+	if p, ok := eff[resources.SSHPortInput].(int64); ok && p > 0 {
+		n.Port = int(p)
+	}
+	n.User, _ = eff[resources.SSHUserInput].(string)
+	n.Key, _ = eff[resources.SSHKeyInput].(string)
+	if n.Trusted, err = GetTrusted(cat.Tx(), name); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// List returns every node, by name.
+func List(cat *resources.Catalog) ([]*Node, error) {
+	all, err := cat.List(nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Node
+	for _, r := range all {
+		if !r.Base.Node {
+			continue
+		}
+		n, err := Get(cat, r.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// GetTrusted returns the key trusted for node name, or nil.
+func GetTrusted(tx *store.Tx, name string) (*Trusted, error) {
+	raw, err := tx.Get(store.HostKeys, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var t Trusted
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("host key record of node %s is damaged: %w (run solar node trust %s again)", name, err, name)
+	}
+	return &t, nil
+}
+
+// Trust records t as the key of node name, replacing any earlier one.
+func Trust(tx *store.Tx, name string, t Trusted) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return tx.Put(store.HostKeys, name, raw)
+}

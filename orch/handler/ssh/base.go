@@ -1,0 +1,219 @@
+package ssh
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// maxBase bounds the size of a base that travels to nodes: bases hold
+// scripts and templates, not payloads.
+const maxBase = 64 << 20
+
+// maxLinkDepth bounds how many directory links a base may follow, which
+// also ends a link that loops.
+const maxLinkDepth = 16
+
+// base is a base directory packed for the nodes.
+type base struct {
+	hash string // hex; names the base in the node's cache
+	tar  []byte
+}
+
+// baseCache packs each base directory once per Transport.
+type baseCache struct {
+	mu    sync.Mutex
+	packs map[string]*basePack
+}
+
+type basePack struct {
+	once sync.Once
+	b    *base
+	err  error
+}
+
+func (c *baseCache) get(dir string) (*base, error) {
+	c.mu.Lock()
+	if c.packs == nil {
+		c.packs = map[string]*basePack{}
+	}
+	p, ok := c.packs[dir]
+	if !ok {
+		p = &basePack{}
+		c.packs[dir] = p
+	}
+	c.mu.Unlock()
+	p.once.Do(func() { p.b, p.err = packBase(dir) })
+	return p.b, p.err
+}
+
+// packBase makes the tar stream of dir and its content hash. The hash
+// covers each entry's path, type, permission bits and content, in path
+// order, so any change to a script gives the base a new name on the node.
+// Links are followed: the node gets what they point at.
+func packBase(dir string) (*base, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	h := sha256.New()
+	size := 0
+	var walk func(abs, rel string, depth int) error
+	walk = func(abs, rel string, depth int) error {
+		entries, err := os.ReadDir(abs)
+		if err != nil {
+			return err
+		}
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			p, r := filepath.Join(abs, name), path.Join(rel, name)
+			st, err := os.Stat(p) // follows links
+			if err != nil {
+				return fmt.Errorf("base file %s: %w", p, err)
+			}
+			mode := st.Mode()
+			switch {
+			case mode.IsDir():
+				if link, _ := os.Lstat(p); link != nil && link.Mode()&os.ModeSymlink != 0 {
+					if depth >= maxLinkDepth {
+						return fmt.Errorf("base file %s: too many levels of linked directories", p)
+					}
+					depth++
+				}
+				fmt.Fprintf(h, "d %s %o\x00", r, mode.Perm())
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: r + "/", Mode: int64(mode.Perm() | 0o700)}); err != nil {
+					return err
+				}
+				if err := walk(p, r, depth); err != nil {
+					return err
+				}
+			case mode.IsRegular():
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return fmt.Errorf("base file %s: %w", p, err)
+				}
+				if size += len(data); size > maxBase {
+					return fmt.Errorf("base %s is larger than %d MiB: bases hold scripts, not payloads", dir, maxBase>>20)
+				}
+				fmt.Fprintf(h, "f %s %o %d\x00", r, mode.Perm(), len(data))
+				h.Write(data)
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: r, Mode: int64(mode.Perm() | 0o600), Size: int64(len(data))}); err != nil {
+					return err
+				}
+				if _, err := tw.Write(data); err != nil {
+					return err
+				}
+			default:
+				// Sockets, FIFOs and devices have no place in a base.
+			}
+		}
+		return nil
+	}
+	if err := walk(dir, "", 0); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &base{hash: hex.EncodeToString(h.Sum(nil)[:16]), tar: buf.Bytes()}, nil
+}
+
+// baseUpload makes sure one base is in one node's cache, once per run.
+type baseUpload struct {
+	done chan struct{}
+	err  error
+}
+
+// ensureBase makes sure b is in the node's cache: one session that sweeps
+// stale attempt directories and looks, and one more to upload when it is
+// not there. Concurrent callers for the same base wait for the first.
+func (p *pool) ensureBase(ctx context.Context, b *base) error {
+	p.mu.Lock()
+	u, ok := p.bases[b.hash]
+	if !ok {
+		u = &baseUpload{done: make(chan struct{})}
+		p.bases[b.hash] = u
+	}
+	p.mu.Unlock()
+	if ok {
+		select {
+		case <-u.done:
+			return u.err
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	u.err = p.upload(ctx, b)
+	if u.err != nil {
+		// The next attempt tries again.
+		p.forgetBase(b.hash)
+	}
+	close(u.done)
+	return u.err
+}
+
+// forgetBase makes the next attempt check the node's cache again.
+func (p *pool) forgetBase(hash string) {
+	p.mu.Lock()
+	delete(p.bases, hash)
+	p.mu.Unlock()
+}
+
+func (p *pool) upload(ctx context.Context, b *base) error {
+	out, err := p.setup(ctx, b.hash, "check", nil)
+	if err != nil {
+		return err
+	}
+	switch strings.TrimSpace(out) {
+	case "have":
+		return nil
+	case "need":
+	default:
+		return fmt.Errorf("%w: node %s (%s): unexpected answer from the base check: %q", ErrNode, p.node.Name, p.node.Addr(), out)
+	}
+	_, err = p.setup(ctx, b.hash, "upload", bytes.NewReader(b.tar))
+	return err
+}
+
+// setup runs setup.sh with the base's hash and mode.
+func (p *pool) setup(ctx context.Context, hash, mode string, stdin io.Reader) (string, error) {
+	c, s, err := p.newSession(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer p.release(c)
+	defer s.Close()
+	var stdout, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &stdout, &stderr
+	if stdin != nil {
+		s.Stdin = stdin
+	}
+	err = s.Run(shellCommand(setupScript, "solar-setup", hash, mode))
+	if err == nil {
+		return stdout.String(), nil
+	}
+	var ee *gossh.ExitError
+	if errors.As(err, &ee) {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = fmt.Sprintf("exit status %d", ee.ExitStatus())
+		}
+		return "", fmt.Errorf("%w: node %s (%s): cannot put the base into the cache (%s): %s", ErrNode, p.node.Name, p.node.Addr(), mode, msg)
+	}
+	return "", p.lostErr(c, err)
+}

@@ -1,0 +1,65 @@
+// Package ssh is the transport that runs action scripts on remote nodes
+// over SSH (golang.org/x/crypto/ssh), behind handler.Transport and
+// handler.Host. It knows nothing of the store: the executor gives it each
+// node's address, login and trusted host key.
+//
+// # Connections
+//
+// A Transport keeps one pool of connections per node for the whole run. The
+// first attempt on a node dials; later ones open sessions on the same
+// connection. An OpenSSH server allows MaxSessions (10) sessions on one
+// connection, so a pool never has more than Config.MaxSessions open on one
+// and dials another when all are busy. Dials are capped across nodes
+// (Config.MaxDials), below OpenSSH's MaxStartups. Every connection sends a
+// keepalive each Config.Keepalive and is closed when one goes unanswered
+// for as long: the attempts on it fail, naming the node, and the next
+// attempt dials again.
+//
+// # Host keys
+//
+// A node must have a trusted host key (solar node trust): an attempt on a
+// node without one fails before anything is dialled, and a node that offers
+// another key fails the attempt naming both fingerprints. The client asks
+// only for the trusted key's algorithm, so that a server holding keys of
+// several types cannot make a correct node look changed.
+//
+// # What travels
+//
+// The base directory is copied to the node once, into a content-addressed
+// cache: ~/.cache/solar/bases/HASH ($XDG_CACHE_HOME when set), where HASH
+// covers every file's path, mode and content. It is unpacked from a tar
+// stream into a fresh directory, made read-only and renamed into place, so
+// concurrent uploads cannot collide and a changed script gets a new HASH.
+// Symbolic links are followed on the controller: the node never needs the
+// controller's files.
+//
+// Every attempt is one session whose command is a fixed wrapper script
+// (wrapper.sh) that holds no operator data. The protocol variables and the
+// inputs (SOLAR_INPUT_*, the SOLAR_INPUTS file) reach it over stdin as
+// single-quoted shell assignments, written into a private 0700 directory
+// (tmpfs when the node has one) and removed when the attempt ends; they
+// never appear on a command line and never go through the SSH "env"
+// request, which OpenSSH refuses unless AcceptEnv allows it. The script sees
+// the node's login environment and the SOLAR_* variables only: the
+// controller's environment is not forwarded.
+//
+// The script runs under /bin/sh in the cached base directory, in a process
+// group of its own. The wrapper reports its exit status and result file on
+// stdout after a marker made of a random nonce, which the script never
+// sees; what comes before the marker is the script's own output.
+//
+// # Stopping remote work
+//
+// A watchdog in the wrapper ends the script's process group (SIGTERM, then
+// SIGKILL after the grace time) when the controller says stop (a timeout,
+// orch stop, Ctrl-C), when stdin closes (the controller died or the
+// connection was closed), or when heartbeats stop arriving for three
+// keepalive periods (a partition). The SSH "signal" request is not used:
+// OpenSSH ignores it for many logins.
+//
+// # What a node needs
+//
+// A POSIX /bin/sh, GNU coreutils (head, timeout, mktemp, mv -T) and tar.
+// The login shell must understand "exec /bin/sh -c '...'" (sh, bash, dash,
+// ksh, zsh).
+package ssh

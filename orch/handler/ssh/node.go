@@ -1,0 +1,240 @@
+package ssh
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// Errors of this package. Errors returned wrap one of these and name the
+// node; their messages are meant for the operator as they are.
+var (
+	// ErrUntrusted means the node has no trusted host key yet.
+	ErrUntrusted = errors.New("node is not trusted")
+	// ErrHostKeyChanged means the node offered a host key other than the
+	// trusted one.
+	ErrHostKeyChanged = errors.New("host key changed")
+	// ErrUnreachable means no SSH connection could be made to the node.
+	ErrUnreachable = errors.New("node is unreachable")
+	// ErrLogin means the node refused the login, or no key could be used.
+	ErrLogin = errors.New("login refused")
+	// ErrLost means the connection dropped while an attempt ran on it.
+	ErrLost = errors.New("connection lost")
+	// ErrNode means the node cannot run attempts: a tool the wrapper needs
+	// is missing, or the base could not be unpacked.
+	ErrNode = errors.New("node cannot run the action")
+)
+
+// Node is how to reach one node.
+type Node struct {
+	Name string // the node resource's name, for messages
+	Host string // IPv4, IPv6 or DNS name
+	Port int    // 0 is 22
+	User string // login; "" is the controller's user name
+	// KeyPath is a private key file on the controller; "" means the keys
+	// of the ssh-agent at $SSH_AUTH_SOCK, then ~/.ssh/id_ed25519,
+	// id_ecdsa and id_rsa.
+	KeyPath string
+	// HostKey is the trusted host key; nil means untrusted.
+	HostKey gossh.PublicKey
+}
+
+// Addr is host:port, brackets around an IPv6 address included.
+func (n *Node) Addr() string {
+	port := n.Port
+	if port == 0 {
+		port = 22
+	}
+	return net.JoinHostPort(n.Host, strconv.Itoa(port))
+}
+
+// Config tunes a Transport. The zero value is ready to use.
+type Config struct {
+	// Keepalive is how often a connection is checked, and how long an
+	// answer may take; 0 is 10s. Remote work with no word from the
+	// controller for three periods is killed.
+	Keepalive time.Duration
+	// DialTimeout bounds connecting and logging in; 0 is 15s.
+	DialTimeout time.Duration
+	// MaxSessions is the most sessions open on one connection; 0 is 10,
+	// OpenSSH's default MaxSessions.
+	MaxSessions int
+	// MaxDials is the most connections being made at once, all nodes
+	// together; 0 is 8, below OpenSSH's default MaxStartups of 10.
+	MaxDials int
+	// Getenv reads the controller's environment (SSH_AUTH_SOCK, HOME,
+	// USER); nil is os.Getenv.
+	Getenv func(string) string
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if out.Keepalive <= 0 {
+		out.Keepalive = 10 * time.Second
+	}
+	if out.DialTimeout <= 0 {
+		out.DialTimeout = 15 * time.Second
+	}
+	if out.MaxSessions <= 0 {
+		out.MaxSessions = 10
+	}
+	if out.MaxDials <= 0 {
+		out.MaxDials = 8
+	}
+	if out.Getenv == nil {
+		out.Getenv = os.Getenv
+	}
+	return out
+}
+
+// FingerprintOf is the SHA256 fingerprint of a key as OpenSSH prints it.
+func FingerprintOf(k gossh.PublicKey) string { return gossh.FingerprintSHA256(k) }
+
+// ParseKey reads a host key in authorized_keys form ("ssh-ed25519 AAAA...").
+func ParseKey(text string) (gossh.PublicKey, error) {
+	k, _, _, _, err := gossh.ParseAuthorizedKey([]byte(text))
+	return k, err
+}
+
+// KeyText is a host key in authorized_keys form, without a newline.
+func KeyText(k gossh.PublicKey) string {
+	b := gossh.MarshalAuthorizedKey(k)
+	return string(b[:len(b)-1])
+}
+
+// algorithmsFor lists the host key algorithms that use key's type, so that
+// negotiation can only pick the trusted key.
+func algorithmsFor(k gossh.PublicKey) []string {
+	switch k.Type() {
+	case gossh.KeyAlgoRSA:
+		return []string{gossh.KeyAlgoRSASHA512, gossh.KeyAlgoRSASHA256, gossh.KeyAlgoRSA}
+	}
+	return []string{k.Type()}
+}
+
+// preferredAlgorithms is what trust asks for when it knows no key yet:
+// modern, short keys first.
+var preferredAlgorithms = []string{
+	gossh.KeyAlgoED25519,
+	gossh.KeyAlgoECDSA256, gossh.KeyAlgoECDSA384, gossh.KeyAlgoECDSA521,
+	gossh.KeyAlgoRSASHA512, gossh.KeyAlgoRSASHA256,
+}
+
+// clientConfig builds the login of n: strict host key, the node's user and
+// keys.
+func (cfg *Config) clientConfig(n *Node) (*gossh.ClientConfig, func(), error) {
+	if n.HostKey == nil {
+		return nil, nil, fmt.Errorf("%w: node %s (%s) is not trusted: solar node trust %s", ErrUntrusted, n.Name, n.Addr(), n.Name)
+	}
+	signers, done, err := cfg.signers(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	login := n.User
+	if login == "" {
+		login = controllerUser(cfg.Getenv)
+	}
+	trusted := n.HostKey
+	return &gossh.ClientConfig{
+		User:              login,
+		Auth:              []gossh.AuthMethod{gossh.PublicKeys(signers...)},
+		HostKeyAlgorithms: algorithmsFor(trusted),
+		HostKeyCallback: func(_ string, _ net.Addr, offered gossh.PublicKey) error {
+			if offered.Type() == trusted.Type() && string(offered.Marshal()) == string(trusted.Marshal()) {
+				return nil
+			}
+			return &hostKeyError{node: n.Name, addr: n.Addr(), want: FingerprintOf(trusted), got: FingerprintOf(offered)}
+		},
+		Timeout: cfg.DialTimeout,
+	}, done, nil
+}
+
+// hostKeyError is a node that offered another key than the trusted one.
+type hostKeyError struct {
+	node, addr, want, got string
+}
+
+func (e *hostKeyError) Error() string {
+	return fmt.Sprintf("node %s (%s): host key changed: expected %s, offered %s; if the node was reinstalled, check the new key and run solar node trust %s --fingerprint %s",
+		e.node, e.addr, e.want, e.got, e.node, e.got)
+}
+
+func (e *hostKeyError) Unwrap() error { return ErrHostKeyChanged }
+
+// controllerUser is the name of the user running solar.
+func controllerUser(getenv func(string) string) string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return getenv("USER")
+}
+
+// signers finds the keys to log in with: the node's key file, else the
+// agent's keys and the default key files. done releases the agent.
+func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
+	if n.KeyPath != "" {
+		s, err := readKey(n.KeyPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: node %s: ssh_key %s: %v", ErrLogin, n.Name, n.KeyPath, err)
+		}
+		return []gossh.Signer{s}, func() {}, nil
+	}
+	var signers []gossh.Signer
+	done := func() {}
+	if sock := cfg.Getenv("SSH_AUTH_SOCK"); sock != "" {
+		if c, err := net.Dial("unix", sock); err == nil {
+			if s, err := agent.NewClient(c).Signers(); err == nil {
+				signers = append(signers, s...)
+			}
+			done = func() { c.Close() }
+		}
+	}
+	home := cfg.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	var problems []string
+	for _, name := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		p := filepath.Join(home, ".ssh", name)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		s, err := readKey(p)
+		if err != nil {
+			problems = append(problems, p+": "+err.Error())
+			continue
+		}
+		signers = append(signers, s)
+	}
+	if len(signers) == 0 {
+		done()
+		msg := "set the node's ssh_key, load a key into ssh-agent, or create ~/.ssh/id_ed25519"
+		for _, p := range problems {
+			msg += "; " + p
+		}
+		return nil, nil, fmt.Errorf("%w: node %s: no key to log in with: %s", ErrLogin, n.Name, msg)
+	}
+	return signers, done, nil
+}
+
+// readKey reads an unencrypted private key file.
+func readKey(path string) (gossh.Signer, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := gossh.ParsePrivateKey(raw)
+	var missing *gossh.PassphraseMissingError
+	if errors.As(err, &missing) {
+		return nil, errors.New("the key is protected by a passphrase: load it into ssh-agent (ssh-add) and leave ssh_key empty")
+	}
+	return s, err
+}

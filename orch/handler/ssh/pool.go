@@ -1,0 +1,352 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/solarops/solar/orch/handler"
+)
+
+// Transport runs attempts on SSH nodes; a location that names no SSH node
+// goes to Fallback. It may be used from many goroutines; Close it when the
+// run is over.
+type Transport struct {
+	cfg      Config
+	nodes    map[string]*Node
+	fallback handler.Transport
+	dials    chan struct{} // one token per dial in progress
+
+	mu    sync.Mutex
+	pools map[string]*pool
+	bases baseCache
+}
+
+// New returns a Transport for nodes, by location name. Locations that are
+// not in nodes run on fallback (nil is handler.Local).
+func New(nodes map[string]*Node, fallback handler.Transport, cfg Config) *Transport {
+	if fallback == nil {
+		fallback = handler.Local{}
+	}
+	c := cfg.withDefaults()
+	return &Transport{cfg: c, nodes: nodes, fallback: fallback, dials: make(chan struct{}, c.MaxDials), pools: map[string]*pool{}}
+}
+
+// Open returns the host of location: a remote one for an SSH node. It does
+// not connect; the first attempt does.
+func (t *Transport) Open(ctx context.Context, location string) (handler.Host, error) {
+	n, ok := t.nodes[location]
+	if !ok {
+		return t.fallback.Open(ctx, location)
+	}
+	return &host{t: t, p: t.pool(n)}, nil
+}
+
+func (t *Transport) pool(n *Node) *pool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.pools[n.Name]
+	if !ok {
+		p = &pool{t: t, node: n, changed: make(chan struct{}), bases: map[string]*baseUpload{}}
+		t.pools[n.Name] = p
+	}
+	return p
+}
+
+// Close closes every connection. Attempts still running on them fail.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	pools := t.pools
+	t.pools = map[string]*pool{}
+	t.mu.Unlock()
+	for _, p := range pools {
+		p.closeAll()
+	}
+	return nil
+}
+
+// Check logs in to n, runs a trivial command and returns how long the
+// command took from opening its session to its exit, on a connection
+// already made.
+func (t *Transport) Check(ctx context.Context, n *Node) (time.Duration, error) {
+	p := t.pool(n)
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer p.release(c)
+	start := time.Now()
+	s, err := c.client.NewSession()
+	if err != nil {
+		return 0, p.lostErr(c, err)
+	}
+	defer s.Close()
+	out, err := s.Output("exec /bin/sh -c \"echo ok\"")
+	if err != nil {
+		return 0, p.lostErr(c, err)
+	}
+	if strings.TrimSpace(string(out)) != "ok" {
+		return 0, fmt.Errorf("%w: node %s (%s): a trivial command printed %q", ErrNode, n.Name, n.Addr(), out)
+	}
+	return time.Since(start), nil
+}
+
+// pool holds the connections to one node.
+type pool struct {
+	t    *Transport
+	node *Node
+
+	mu      sync.Mutex
+	conns   []*conn
+	dialing int // dials in progress
+	waiting int // acquirers with no session slot yet
+	// changed is closed and replaced whenever a slot frees or a dial ends.
+	changed chan struct{}
+	// failed is the last dial's error, and failGen counts dial failures,
+	// so that everyone waiting when a dial fails gets its error instead of
+	// dialling again in turn.
+	failed  error
+	failGen int
+
+	bases map[string]*baseUpload
+}
+
+// conn is one SSH connection and its session slots.
+type conn struct {
+	client   *gossh.Client
+	sessions int // open or opening
+	limit    int // lowered when the server refuses a session
+	dead     error
+}
+
+func (p *pool) broadcast() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// acquire returns a connection with a free session slot, taken. It dials
+// when every connection is full and the dials in progress would not make
+// room for everyone waiting.
+func (p *pool) acquire(ctx context.Context) (*conn, error) {
+	p.mu.Lock()
+	p.waiting++
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}()
+	gen := p.failGen
+	for {
+		for _, c := range p.conns {
+			if c.dead == nil && c.sessions < c.limit {
+				c.sessions++
+				p.mu.Unlock()
+				return c, nil
+			}
+		}
+		if p.failGen != gen {
+			err := p.failed
+			p.mu.Unlock()
+			return nil, err
+		}
+		if p.dialing*p.t.cfg.MaxSessions < p.waiting {
+			p.dialing++
+			go p.dial()
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		p.mu.Lock()
+	}
+}
+
+// release gives a session slot back.
+func (p *pool) release(c *conn) {
+	p.mu.Lock()
+	c.sessions--
+	if c.limit < p.t.cfg.MaxSessions {
+		// A refusal lowered the limit while the server was still closing a
+		// session; it has had time to finish since.
+		c.limit++
+	}
+	p.broadcast()
+	p.mu.Unlock()
+}
+
+// dial makes one connection and adds it to the pool, or records why not.
+func (p *pool) dial() {
+	c, err := p.connect()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dialing--
+	if err != nil {
+		p.failed = err
+		p.failGen++
+	} else {
+		p.conns = append(p.conns, c)
+	}
+	p.broadcast()
+}
+
+func (p *pool) connect() (*conn, error) {
+	n, cfg := p.node, &p.t.cfg
+	ccfg, done, err := cfg.clientConfig(n)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	p.t.dials <- struct{}{}
+	defer func() { <-p.t.dials }()
+	raw, err := net.DialTimeout("tcp", n.Addr(), cfg.DialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: node %s (%s) is unreachable: %v", ErrUnreachable, n.Name, n.Addr(), cleanNetErr(err))
+	}
+	// The handshake and login must not hang on a node that accepted the
+	// connection and then went silent.
+	_ = raw.SetDeadline(time.Now().Add(cfg.DialTimeout))
+	sc, chans, reqs, err := gossh.NewClientConn(raw, n.Addr(), ccfg)
+	if err != nil {
+		raw.Close()
+		var hk *hostKeyError
+		switch {
+		case errors.As(err, &hk):
+			return nil, hk
+		case strings.Contains(err.Error(), "unable to authenticate"):
+			return nil, fmt.Errorf("%w: node %s (%s) refused the login of %s: %v", ErrLogin, n.Name, n.Addr(), ccfg.User, err)
+		}
+		return nil, fmt.Errorf("%w: node %s (%s): ssh handshake failed: %v", ErrUnreachable, n.Name, n.Addr(), cleanNetErr(err))
+	}
+	_ = raw.SetDeadline(time.Time{})
+	c := &conn{client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
+	go p.keepalive(c)
+	return c, nil
+}
+
+// cleanNetErr drops the Go-internal "dial tcp" wording where the cause is
+// clear without it.
+func cleanNetErr(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		if op.Timeout() {
+			return errors.New("connection timed out")
+		}
+		return op.Err
+	}
+	return err
+}
+
+// keepalive checks c every period until it dies; a check with no answer
+// within a period closes it.
+func (p *pool) keepalive(c *conn) {
+	every := p.t.cfg.Keepalive
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	closed := make(chan struct{})
+	go func() {
+		_ = c.client.Wait()
+		close(closed)
+	}()
+	for {
+		select {
+		case <-closed:
+			p.markDead(c, errors.New("the connection was closed"))
+			return
+		case <-ticker.C:
+		}
+		answered := make(chan error, 1)
+		go func() {
+			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			if err == nil {
+				continue
+			}
+			p.markDead(c, fmt.Errorf("keepalive failed: %v", err))
+		case <-time.After(every):
+			p.markDead(c, fmt.Errorf("no answer to a keepalive for %s", every))
+		case <-closed:
+			p.markDead(c, errors.New("the connection was closed"))
+		}
+		c.client.Close()
+		return
+	}
+}
+
+// markDead takes c out of service; attempts on it fail with why.
+func (p *pool) markDead(c *conn, why error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.dead != nil {
+		return
+	}
+	c.dead = why
+	for i, x := range p.conns {
+		if x == c {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			break
+		}
+	}
+	p.broadcast()
+}
+
+// lostErr describes a failure on c, which is closed if it was the
+// connection that failed.
+func (p *pool) lostErr(c *conn, err error) error {
+	p.mu.Lock()
+	why := c.dead
+	p.mu.Unlock()
+	if why == nil {
+		why = err
+	}
+	return fmt.Errorf("%w: node %s (%s): connection lost: %v", ErrLost, p.node.Name, p.node.Addr(), why)
+}
+
+func (p *pool) closeAll() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.client.Close()
+	}
+}
+
+// newSession opens a session on a connection from the pool. A server that
+// refuses the session (it still counts one that is closing) lowers that
+// connection's limit and the attempt tries again.
+func (p *pool) newSession(ctx context.Context) (*conn, *gossh.Session, error) {
+	for try := 0; ; try++ {
+		c, err := p.acquire(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := c.client.NewSession()
+		if err == nil {
+			return c, s, nil
+		}
+		var oce *gossh.OpenChannelError
+		if errors.As(err, &oce) && try < 20 {
+			p.mu.Lock()
+			c.sessions--
+			c.limit = max(1, min(c.limit, c.sessions))
+			p.broadcast()
+			p.mu.Unlock()
+			time.Sleep(time.Duration(try+1) * time.Millisecond)
+			continue
+		}
+		p.release(c)
+		return nil, nil, p.lostErr(c, err)
+	}
+}
