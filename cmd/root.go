@@ -16,6 +16,7 @@ import (
 	"github.com/solarops/solar/cmd/ch"
 	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/events"
+	"github.com/solarops/solar/cmd/node"
 	orchcmd "github.com/solarops/solar/cmd/orch"
 	"github.com/solarops/solar/cmd/resource"
 )
@@ -84,6 +85,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		events.NewCmd(a),
 		ch.NewCmd(a),
 		orchcmd.NewCmd(a),
+		node.NewCmd(a),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

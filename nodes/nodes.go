@@ -25,6 +25,21 @@ var (
 	ErrFingerprint = errors.New("fingerprint mismatch")
 )
 
+// nodeError has a message of its own and unwraps to its kind.
+type nodeError struct {
+	kind error
+	msg  string
+}
+
+func (e *nodeError) Error() string { return e.msg }
+func (e *nodeError) Unwrap() error { return e.kind }
+
+// Errorf returns an error whose message is format's and which wraps kind,
+// one of this package's sentinels.
+func Errorf(kind error, format string, args ...any) error {
+	return &nodeError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
 // Node is one node resource, as a transport needs it.
 type Node struct {
 	Name      string
@@ -59,7 +74,7 @@ func Get(cat *resources.Catalog, name string) (*Node, error) {
 		return nil, err
 	}
 	if !r.Base.Node {
-		return nil, fmt.Errorf("%w: %s is made from base %s, which has no node: true", ErrNotNode, name, r.Base.Name)
+		return nil, Errorf(ErrNotNode, "%s is not a node: its base %s has no node: true", name, r.Base.Name)
 	}
 	eff, err := cat.Effective(name)
 	if err != nil {

@@ -363,14 +363,19 @@ func sshNodes(cat *resources.Catalog, rec *Record) (map[string]*sshx.Node, error
 		if !n.SSH() {
 			continue
 		}
-		sn := &sshx.Node{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
-		if n.Trusted != nil {
-			// A damaged key reads as no key: the task says to trust again.
-			sn.HostKey, _ = sshx.ParseKey(n.Trusted.Key)
-		}
-		out[loc] = sn
+		out[loc] = SSHNode(n)
 	}
 	return out, nil
+}
+
+// SSHNode is the SSH transport's view of a node.
+func SSHNode(n *nodes.Node) *sshx.Node {
+	sn := &sshx.Node{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
+	if n.Trusted != nil {
+		// A damaged key reads as no key: the task says to trust again.
+		sn.HostKey, _ = sshx.ParseKey(n.Trusted.Key)
+	}
+	return sn
 }
 
 // execution is the state of one Run.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/solarops/solar/store"
 )
 
@@ -17,6 +19,8 @@ type IO struct {
 	Err io.Writer
 	// ErrTTY is true when Err is a terminal (live progress lines).
 	ErrTTY bool
+	// InTTY is true when In is a terminal that a command may ask on.
+	InTTY bool
 }
 
 // App is the environment a command runs in. Tests build one with buffers.
@@ -36,12 +40,17 @@ func New(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) 
 	if f, ok := stderr.(*os.File); ok {
 		a.IO.ErrTTY = isTerminal(f)
 	}
+	if f, ok := stdin.(*os.File); ok {
+		a.IO.InTTY = isTerminal(f)
+	}
 	return a
 }
 
+// isTerminal asks the terminal driver: a character device such as
+// /dev/null is not a terminal.
 func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Color reports whether output may use color (NO_COLOR unset, terminal).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/nodes"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
@@ -57,6 +58,7 @@ var invalid = []error{
 	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
 	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
 	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask,
+	nodes.ErrNotNode, nodes.ErrLocal, nodes.ErrFingerprint,
 	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }
 

@@ -161,8 +161,12 @@ var errFinished = errors.New("plan already finished")
 
 func runRun(opts *RunOptions) error {
 	a := opts.App
+	sshCfg, err := a.SSHConfig()
+	if err != nil {
+		return err
+	}
 	var uid string
-	err := a.Update(func(tx *store.Tx) error {
+	err = a.Update(func(tx *store.Tx) error {
 		var err error
 		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
 			return err
@@ -230,7 +234,7 @@ func runRun(opts *RunOptions) error {
 			close(stop)
 		}
 	}()
-	r := &orch.Runner{Path: path, UID: uid, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
 		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }}
 	rec, states, err := r.Run(ctx, stop)
 	pr.end()

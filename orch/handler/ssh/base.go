@@ -184,7 +184,7 @@ func (p *pool) upload(ctx context.Context, b *base) error {
 		return nil
 	case "need":
 	default:
-		return fmt.Errorf("%w: node %s (%s): unexpected answer from the base check: %q", ErrNode, p.node.Name, p.node.Addr(), out)
+		return nodeErr(ErrNode, "node %s (%s): unexpected answer from the base check: %q", p.node.Name, p.node.Addr(), out)
 	}
 	_, err = p.setup(ctx, b.hash, "upload", bytes.NewReader(b.tar))
 	return err
@@ -213,7 +213,7 @@ func (p *pool) setup(ctx context.Context, hash, mode string, stdin io.Reader) (s
 		if msg == "" {
 			msg = fmt.Sprintf("exit status %d", ee.ExitStatus())
 		}
-		return "", fmt.Errorf("%w: node %s (%s): cannot put the base into the cache (%s): %s", ErrNode, p.node.Name, p.node.Addr(), mode, msg)
+		return "", nodeErr(ErrNode, "node %s (%s): cannot put the base into the cache (%s): %s", p.node.Name, p.node.Addr(), mode, msg)
 	}
 	return "", p.lostErr(c, err)
 }

@@ -61,7 +61,7 @@ func (h *host) Exec(ctx context.Context, a handler.Attempt) (handler.Ended, erro
 	n := h.p.node
 	b, err := h.t.bases.get(a.BaseDir)
 	if err != nil {
-		return handler.Ended{}, fmt.Errorf("%w: node %s: cannot pack the base: %v", ErrNode, n.Name, err)
+		return handler.Ended{}, nodeErr(ErrNode, "node %s: cannot pack the base: %v", n.Name, err)
 	}
 	env, err := envFile(a)
 	if err != nil {
@@ -81,7 +81,7 @@ func (h *host) Exec(ctx context.Context, a handler.Attempt) (handler.Ended, erro
 		// Someone emptied the cache since this run looked: upload again.
 		h.p.forgetBase(b.hash)
 	}
-	return handler.Ended{}, fmt.Errorf("%w: node %s (%s): the base vanished from ~/.cache/solar/bases twice while the run used it", ErrNode, n.Name, n.Addr())
+	return handler.Ended{}, nodeErr(ErrNode, "node %s (%s): the base vanished from ~/.cache/solar/bases twice while the run used it", n.Name, n.Addr())
 }
 
 // run is one session of the wrapper. nobase reports that the base was not
@@ -144,11 +144,11 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 			tw.complete = nil
 			giveUp = time.After(ioGrace)
 		case <-beat.C:
-			in.send([]byte("h"))
+			in.send([]byte("h\n"))
 		case <-done:
 			done = nil
 			stopped = true
-			in.send([]byte("s"))
+			in.send([]byte("s\n"))
 			giveUp = time.After(grace + 2*cfg.Keepalive)
 		case <-giveUp:
 			s.Close()
@@ -171,7 +171,7 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	var ee *gossh.ExitError
 	if errors.As(waitErr, &ee) {
 		if code := ee.ExitStatus(); code == exitProtocol || code == exitSetup {
-			return handler.Ended{}, false, fmt.Errorf("%w: node %s (%s): %s", ErrNode, p.node.Name, p.node.Addr(), wrapperMessage(errTail.text(), code))
+			return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): %s", p.node.Name, p.node.Addr(), wrapperMessage(errTail.text(), code))
 		}
 		if sig := ee.Signal(); sig != "" {
 			return handler.Ended{Exit: handler.Exit{Code: -1, Signal: handler.SignalName(sig)}}, false, nil

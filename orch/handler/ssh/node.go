@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,20 @@ var (
 	// is missing, or the base could not be unpacked.
 	ErrNode = errors.New("node cannot run the action")
 )
+
+// nodeError is an error of this package: its message names the node and
+// reads as it is; errors.Is sees its kind.
+type nodeError struct {
+	kind error
+	msg  string
+}
+
+func (e *nodeError) Error() string { return e.msg }
+func (e *nodeError) Unwrap() error { return e.kind }
+
+func nodeErr(kind error, format string, args ...any) error {
+	return &nodeError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
 
 // Node is how to reach one node.
 type Node struct {
@@ -132,7 +147,7 @@ var preferredAlgorithms = []string{
 // keys.
 func (cfg *Config) clientConfig(n *Node) (*gossh.ClientConfig, func(), error) {
 	if n.HostKey == nil {
-		return nil, nil, fmt.Errorf("%w: node %s (%s) is not trusted: solar node trust %s", ErrUntrusted, n.Name, n.Addr(), n.Name)
+		return nil, nil, nodeErr(ErrUntrusted, "node %s (%s) is not trusted: solar node trust %s", n.Name, n.Addr(), n.Name)
 	}
 	signers, done, err := cfg.signers(n)
 	if err != nil {
@@ -183,7 +198,7 @@ func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
 	if n.KeyPath != "" {
 		s, err := readKey(n.KeyPath)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: node %s: ssh_key %s: %v", ErrLogin, n.Name, n.KeyPath, err)
+			return nil, nil, nodeErr(ErrLogin, "node %s: ssh_key %s: %v", n.Name, n.KeyPath, err)
 		}
 		return []gossh.Signer{s}, func() {}, nil
 	}
@@ -220,7 +235,7 @@ func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
 		for _, p := range problems {
 			msg += "; " + p
 		}
-		return nil, nil, fmt.Errorf("%w: node %s: no key to log in with: %s", ErrLogin, n.Name, msg)
+		return nil, nil, nodeErr(ErrLogin, "node %s: no key to log in with: %s", n.Name, msg)
 	}
 	return signers, done, nil
 }
@@ -237,4 +252,47 @@ func readKey(path string) (gossh.Signer, error) {
 		return nil, errors.New("the key is protected by a passphrase: load it into ssh-agent (ssh-add) and leave ssh_key empty")
 	}
 	return s, err
+}
+
+// errScanned ends a handshake once the host key has been seen.
+var errScanned = errors.New("host key scanned")
+
+// ScanHostKey connects to addr and returns the host key it offers, without
+// logging in. It asks for the key types in preferredAlgorithms order, so a
+// server with several keys gives its ed25519 key when it has one.
+func ScanHostKey(ctx context.Context, addr string, timeout time.Duration) (gossh.PublicKey, error) {
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	d := net.Dialer{Timeout: timeout}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nodeErr(ErrUnreachable, "cannot connect to %s: %v", addr, cleanNetErr(err))
+	}
+	defer raw.Close()
+	_ = raw.SetDeadline(time.Now().Add(timeout))
+	var key gossh.PublicKey
+	cfg := &gossh.ClientConfig{
+		User:              "solar-trust",
+		HostKeyAlgorithms: preferredAlgorithms,
+		HostKeyCallback: func(_ string, _ net.Addr, k gossh.PublicKey) error {
+			key = k
+			return errScanned
+		},
+	}
+	_, _, _, err = gossh.NewClientConn(raw, addr, cfg)
+	if key != nil {
+		return key, nil
+	}
+	return nil, nodeErr(ErrUnreachable, "%s: ssh handshake failed: %v", addr, cleanNetErr(err))
+}
+
+// LoginName is the user a node with no ssh_user logs in as: the
+// controller's user.
+func (c Config) LoginName() string {
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return controllerUser(getenv)
 }

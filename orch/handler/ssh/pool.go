@@ -71,30 +71,35 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// Check logs in to n, runs a trivial command and returns how long the
-// command took from opening its session to its exit, on a connection
-// already made.
-func (t *Transport) Check(ctx context.Context, n *Node) (time.Duration, error) {
-	p := t.pool(n)
-	c, err := p.acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer p.release(c)
+// Check logs in to n and runs a trivial command twice. connect is the
+// time until the first command ended (dialling, logging in, the first
+// session, which a server prepares more slowly); rtt is the second
+// command's, on the open connection: what each action pays.
+func (t *Transport) Check(ctx context.Context, n *Node) (connect, rtt time.Duration, err error) {
 	start := time.Now()
-	s, err := c.client.NewSession()
-	if err != nil {
-		return 0, p.lostErr(c, err)
+	p := t.pool(n)
+	for i := 0; i < 2; i++ {
+		begin := time.Now()
+		c, s, err := p.newSession(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		out, err := s.Output("exec /bin/sh -c \"echo ok\"")
+		s.Close()
+		p.release(c)
+		if err != nil {
+			return 0, 0, p.lostErr(c, err)
+		}
+		if strings.TrimSpace(string(out)) != "ok" {
+			return 0, 0, nodeErr(ErrNode, "node %s (%s): a trivial command printed %q", n.Name, n.Addr(), out)
+		}
+		if i == 0 {
+			connect = time.Since(start)
+		} else {
+			rtt = time.Since(begin)
+		}
 	}
-	defer s.Close()
-	out, err := s.Output("exec /bin/sh -c \"echo ok\"")
-	if err != nil {
-		return 0, p.lostErr(c, err)
-	}
-	if strings.TrimSpace(string(out)) != "ok" {
-		return 0, fmt.Errorf("%w: node %s (%s): a trivial command printed %q", ErrNode, n.Name, n.Addr(), out)
-	}
-	return time.Since(start), nil
+	return connect, rtt, nil
 }
 
 // pool holds the connections to one node.
@@ -209,7 +214,7 @@ func (p *pool) connect() (*conn, error) {
 	defer func() { <-p.t.dials }()
 	raw, err := net.DialTimeout("tcp", n.Addr(), cfg.DialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("%w: node %s (%s) is unreachable: %v", ErrUnreachable, n.Name, n.Addr(), cleanNetErr(err))
+		return nil, nodeErr(ErrUnreachable, "node %s (%s) is unreachable: %v", n.Name, n.Addr(), cleanNetErr(err))
 	}
 	// The handshake and login must not hang on a node that accepted the
 	// connection and then went silent.
@@ -222,9 +227,9 @@ func (p *pool) connect() (*conn, error) {
 		case errors.As(err, &hk):
 			return nil, hk
 		case strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, fmt.Errorf("%w: node %s (%s) refused the login of %s: %v", ErrLogin, n.Name, n.Addr(), ccfg.User, err)
+			return nil, nodeErr(ErrLogin, "node %s (%s) refused the login of %s: %v", n.Name, n.Addr(), ccfg.User, err)
 		}
-		return nil, fmt.Errorf("%w: node %s (%s): ssh handshake failed: %v", ErrUnreachable, n.Name, n.Addr(), cleanNetErr(err))
+		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), cleanNetErr(err))
 	}
 	_ = raw.SetDeadline(time.Time{})
 	c := &conn{client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
@@ -310,7 +315,7 @@ func (p *pool) lostErr(c *conn, err error) error {
 	if why == nil {
 		why = err
 	}
-	return fmt.Errorf("%w: node %s (%s): connection lost: %v", ErrLost, p.node.Name, p.node.Addr(), why)
+	return nodeErr(ErrLost, "node %s (%s): connection lost: %v", p.node.Name, p.node.Addr(), why)
 }
 
 func (p *pool) closeAll() {

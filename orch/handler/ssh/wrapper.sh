@@ -3,7 +3,10 @@
 # it comes from the operator. Everything variable arrives on stdin:
 #   line 1: VERSION NONCE BASE GRACE HBWAIT ENVLEN RESULTMAX
 #   then ENVLEN bytes of shell assignments, every value single-quoted,
-#   then one "h" per heartbeat; "s" or the end of stdin stops the attempt.
+#   then one "h" line per heartbeat; an "s" line or the end of stdin stops
+#   the attempt.
+# sshd makes the session a process group of its own, so "kill 0" reaches
+# the script and everything it started, and nothing else.
 # It must stay free of single quotes: it travels inside them.
 umask 077
 IFS=" " read -r v n h g hb len lim || exit 97
@@ -33,38 +36,54 @@ head -c "$len" >"$d/env" || exit 98
 . "$d/env"
 export SOLAR_INPUTS="$d/inputs.json" SOLAR_RESULT="$d/result.json"
 cd "$b" || exit 98
-# timeout 0 never times out; it is here because it puts itself and the
-# script in a process group of their own, which the watchdog can kill
-# without killing this shell.
-timeout 0 /bin/sh "$s" </dev/null &
+/bin/sh "$s" </dev/null &
 p=$!
-# The watchdog ends the attempt process group when the controller says stop, goes
-# away (stdin closes) or falls silent (no heartbeat for HBWAIT seconds).
-(
-	while :; do
-		x=
-		if timeout "$hb" head -c 1 >"$d/hb"; then
-			read -r x <"$d/hb" || :
-		fi
-		[ "$x" = h ] || break
-	done
-	: >"$d/stopping"
-	kill -TERM -"$p"
+# stop ends the attempt: SIGTERM to the group, SIGKILL once the script is
+# gone or GRACE tenths of a second have passed. The private directory,
+# which holds secrets, goes before the SIGKILL that ends this shell too.
+stop() {
+	trap "" TERM
+	kill -TERM 0
 	i=0
-	while [ "$i" -lt "$g" ] && kill -0 -"$p"; do
+	while [ "$i" -lt "$g" ] && kill -0 "$p"; do
 		sleep 0.1
 		i=$((i + 1))
 	done
-	kill -KILL -"$p"
-) >/dev/null 2>&1 &
+	rm -rf -- "$d"
+	kill -KILL 0
+}
+# The watchdog reads the controller: heartbeats, or stop. An asynchronous
+# list reads /dev/null unless told otherwise, so stdin goes through fd 3.
+# Short attempts cost it one fork; the timer that catches a controller
+# gone silent (a partition) starts with the first heartbeat.
+exec 3<&0
+(
+	trap "" TERM
+	t=
+	while IFS= read -r x; do
+		[ "$x" = h ] || break
+		echo h >"$d/beat"
+		if [ -z "$t" ]; then
+			(
+				trap "" TERM
+				while sleep "$hb"; do
+					[ -s "$d/beat" ] || break
+					: >"$d/beat"
+				done
+				# Gone: the attempt ended and cleaned up meanwhile.
+				[ -d "$d" ] || exit 0
+				stop
+			) &
+			t=$!
+		fi
+	done
+	stop
+) <&3 >/dev/null 2>&1 &
 w=$!
+exec 3<&-
 wait "$p"
 c=$?
-if [ -e "$d/stopping" ]; then
-	wait "$w"
-else
-	kill "$w" 2>/dev/null
-fi
+kill -KILL "$w" 2>/dev/null
 trap "" PIPE
 printf "\n%s exit %s " "$n" "$c"
 if [ -f "$d/result.json" ]; then
