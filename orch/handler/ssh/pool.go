@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,10 @@ func cleanNetErr(err error) error {
 	if errors.As(err, &op) && op.Err != nil {
 		if op.Timeout() {
 			return errors.New("connection timed out")
+		}
+		var sc *os.SyscallError
+		if errors.As(op.Err, &sc) {
+			return sc.Err
 		}
 		return op.Err
 	}

@@ -54,28 +54,25 @@ stop() {
 }
 # The watchdog reads the controller: heartbeats, or stop. An asynchronous
 # list reads /dev/null unless told otherwise, so stdin goes through fd 3.
-# Short attempts cost it one fork; the timer that catches a controller
-# gone silent (a partition) starts with the first heartbeat.
+# Its timer ends the attempt when no heartbeat came for HBWAIT seconds: the
+# controller is gone without a word (a partition).
 exec 3<&0
 (
 	trap "" TERM
-	t=
+	echo h >"$d/beat"
+	(
+		trap "" TERM
+		while sleep "$hb"; do
+			[ -s "$d/beat" ] || break
+			: >"$d/beat"
+		done
+		# Gone: the attempt ended and cleaned up meanwhile.
+		[ -d "$d" ] || exit 0
+		stop
+	) &
 	while IFS= read -r x; do
 		[ "$x" = h ] || break
 		echo h >"$d/beat"
-		if [ -z "$t" ]; then
-			(
-				trap "" TERM
-				while sleep "$hb"; do
-					[ -s "$d/beat" ] || break
-					: >"$d/beat"
-				done
-				# Gone: the attempt ended and cleaned up meanwhile.
-				[ -d "$d" ] || exit 0
-				stop
-			) &
-			t=$!
-		fi
 	done
 	stop
 ) <&3 >/dev/null 2>&1 &
