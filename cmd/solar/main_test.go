@@ -3,18 +3,21 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/solarops/solar/cmd"
+	"github.com/solarops/solar/internal/sshdtest"
 )
 
 // TestMain lets the test binary act as the real solar binary inside scripts.
@@ -31,6 +34,7 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	servers := &sshServers{t: t, byName: map[string]*sshdtest.Server{}}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
@@ -67,6 +71,19 @@ func TestScripts(t *testing.T) {
 			"countlines": cmdCountlines,
 			"nosecret":   cmdNosecret,
 			"nooverlap":  cmdNooverlap,
+			"sshd":       servers.start,
+			"stopsshd":   servers.stop,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "sshd" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			_, err := os.Stat("/usr/sbin/sshd")
+			ok := err == nil && os.Geteuid() == 0
+			if !ok && os.Getenv("SOLAR_TEST_REQUIRE_ALL") == "1" {
+				return false, errors.New("sshd and root are required (SOLAR_TEST_REQUIRE_ALL=1): apt-get install openssh-server")
+			}
+			return ok, nil
 		},
 		RequireExplicitExec: true,
 	})
@@ -209,4 +226,55 @@ func cmdNooverlap(ts *testscript.TestScript, neg bool, args []string) {
 	case overlap == "" && neg:
 		ts.Fatalf("nooverlap: no two tasks matching %q ran at the same time", args[0])
 	}
+}
+
+// sshServers starts real sshd processes for scripts. They are stopped when
+// the script ends.
+type sshServers struct {
+	t      *testing.T
+	mu     sync.Mutex
+	byName map[string]*sshdtest.Server // by script work dir and name
+}
+
+// start is "sshd NAME IP": start an sshd on IP and set NAME_IP, NAME_PORT,
+// NAME_USER, NAME_KEY (client key file) and NAME_FP (host key fingerprint),
+// NAME upper-cased, and SHARED, a directory the login user may write.
+func (s *sshServers) start(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sshd NAME IP")
+	}
+	srv := sshdtest.Start(s.t, sshdtest.Options{IP: args[1]})
+	ts.Defer(srv.Stop)
+	s.mu.Lock()
+	s.byName[ts.Getenv("WORK")+"\x00"+args[0]] = srv
+	s.mu.Unlock()
+	p := strings.ToUpper(args[0]) + "_"
+	ts.Setenv(p+"IP", srv.IP)
+	ts.Setenv(p+"PORT", strconv.Itoa(srv.Port))
+	ts.Setenv(p+"USER", srv.User)
+	ts.Setenv(p+"KEY", srv.ClientKey)
+	ts.Setenv(p+"FP", srv.Fingerprint())
+	shared := ts.MkAbs("shared")
+	if err := os.MkdirAll(shared, 0o777); err != nil {
+		ts.Fatalf("sshd: %v", err)
+	}
+	sshdtest.Reachable(s.t, ts.MkAbs("."))
+	if err := os.Chmod(shared, 0o777); err != nil {
+		ts.Fatalf("sshd: %v", err)
+	}
+	ts.Setenv("SHARED", shared)
+}
+
+// stop is "stopsshd NAME": the node goes down.
+func (s *sshServers) stop(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stopsshd NAME")
+	}
+	s.mu.Lock()
+	srv := s.byName[ts.Getenv("WORK")+"\x00"+args[0]]
+	s.mu.Unlock()
+	if srv == nil {
+		ts.Fatalf("stopsshd: no server %s", args[0])
+	}
+	srv.Stop()
 }
