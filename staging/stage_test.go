@@ -253,7 +253,7 @@ func TestNewResourceStagesRunWithEveryInputAdded(t *testing.T) {
 		},
 		{
 			name: "n1", base: "node", args: "ip=10.0.0.1",
-			want:     []string{"+ ip=10.0.0.1", "+ ssh_user=root", "+ location=n1"},
+			want:     []string{"+ transport=local", "+ ip=10.0.0.1", "+ ssh_port=22", "+ ssh_user=", "+ ssh_key=", "+ location=n1"},
 			wantTags: tags.Set{"role": "node", "resource": "n1"},
 		},
 		{

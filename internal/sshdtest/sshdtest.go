@@ -24,16 +24,6 @@ import (
 // sshdPath is Debian's OpenSSH server.
 const sshdPath = "/usr/sbin/sshd"
 
-// Require skips t with hint when component is missing, or fails it when
-// SOLAR_TEST_REQUIRE_ALL=1.
-func Require(t testing.TB, component, hint string) {
-	t.Helper()
-	if os.Getenv("SOLAR_TEST_REQUIRE_ALL") == "1" {
-		t.Fatalf("%s is required (SOLAR_TEST_REQUIRE_ALL=1): %s", component, hint)
-	}
-	t.Skipf("%s not available: %s", component, hint)
-}
-
 // Options tune Start.
 type Options struct {
 	IP          string // loopback address to listen on; "" is 127.0.0.2
@@ -274,17 +264,6 @@ func writeFile(t testing.TB, name string, data []byte, mode os.FileMode) {
 	}
 	if err := os.Chmod(name, mode); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// Reachable lets the test user traverse dir and its parents up to the
-// test's own temp root (go test makes both 0700).
-func Reachable(t testing.TB, dir string) {
-	t.Helper()
-	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

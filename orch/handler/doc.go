@@ -27,8 +27,9 @@
 //     missing "changed" mean the action changed something.
 //
 // Both files live in a private directory (mode 0700) made for the attempt and
-// removed after it. The rest of the environment is the executor's own, less
-// any stale SOLAR_INPUT_* or protocol variables it may have inherited.
+// removed after it. On this machine the rest of the environment is the
+// executor's own, less any stale SOLAR_INPUT_* or protocol variables it may
+// have inherited; on a remote node it is the login environment.
 //
 // An attempt fails when the script exits non-zero (the error is
 // "exit status N: " and the last non-empty lines of its stderr), when it is
@@ -56,9 +57,14 @@
 //
 // # Beyond this machine
 //
-// Every process start and every file the protocol needs goes through a Host,
-// which a Transport opens for Request.Location. Local, the only transport
-// today, runs everything on this machine whatever the location; an SSH
-// transport can implement the same two interfaces without the executor
-// changing.
+// Where an attempt runs is a Host, which a Transport opens for
+// Request.Location. The Host runs one whole attempt (Host.Exec): it makes
+// the private directory and the inputs file, runs the script, stops its
+// process group when told to, reads the result file and removes the
+// directory. Shell keeps everything that does not depend on the machine:
+// building the protocol's variables, the timeout, parsing the result,
+// masking secrets and wording errors. Local runs attempts on this machine
+// with the executor's environment; the SSH transport (package
+// orch/handler/ssh) runs them on a node with its login environment, in one
+// SSH session each.
 package handler

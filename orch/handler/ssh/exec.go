@@ -133,15 +133,15 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 		stopped  bool
 		giveUp   <-chan time.Time
 	)
-	done := ctx.Done()
+	done, complete := ctx.Done(), tw.complete
 	for !finished {
 		select {
 		case waitErr = <-waited:
 			finished = true
-		case <-tw.complete:
+		case <-complete:
 			// The wrapper has said everything; the session closes when the
 			// script's leftover children let go of its output.
-			tw.complete = nil
+			complete = nil
 			giveUp = time.After(ioGrace)
 		case <-beat.C:
 			in.send([]byte("h\n"))
