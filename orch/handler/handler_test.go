@@ -72,6 +72,20 @@ func alive(t *testing.T, pid int) bool {
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
+// aliveAfterKill reports whether pid is still alive a moment after the
+// attempt ended: SIGKILL is delivered asynchronously, so a process it was
+// sent to may take a scheduling round to die.
+func aliveAfterKill(t *testing.T, pid int) bool {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		if !alive(t, pid) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 func readPids(t *testing.T, name string) []int {
 	t.Helper()
 	var pids []int
@@ -569,7 +583,7 @@ func TestStop(t *testing.T) {
 				t.Fatalf("pids = %v, want the script's and its child's", pids)
 			}
 			for _, pid := range pids {
-				if alive(t, pid) {
+				if aliveAfterKill(t, pid) {
 					t.Errorf("process %d outlived the attempt", pid)
 				}
 			}
@@ -757,7 +771,7 @@ func TestBases(t *testing.T) {
 			t.Fatalf("Run: err = %v after %v, want ErrTimeout quickly", err, time.Since(start))
 		}
 		for _, pid := range readPids(t, filepath.Join(dir, "f", "sleep.pids")) {
-			if alive(t, pid) {
+			if aliveAfterKill(t, pid) {
 				t.Errorf("process %d outlived the attempt", pid)
 			}
 		}
