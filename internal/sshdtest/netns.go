@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,7 @@ func NetNS(t testing.TB, name string) *Link {
 		t.Fatalf("sshdtest: %v", err)
 	}
 	defer unlock()
+	sweepStale()
 	slot, err := freeSlot()
 	if err != nil {
 		t.Fatalf("sshdtest: namespace %s: %v", ns, err)
@@ -117,6 +119,33 @@ func freeSlot() (int, error) {
 		return slot, nil
 	}
 	return 0, fmt.Errorf("every /30 of 10.213.0.0/16 is taken: delete stale namespaces (ip netns list)")
+}
+
+// sweepStale deletes the namespaces of test processes that died without
+// cleaning up (a test binary killed on timeout runs no cleanup), so that
+// they do not pile up on a machine that runs the tests again and again.
+// Their sshd died with them; deleting a namespace takes its veth pair. A
+// namespace whose pid is alive, whatever the process, is left alone.
+func sweepStale() {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		// solar-NAME-PID-N, where NAME may hold dashes.
+		fields := strings.Split(e.Name(), "-")
+		if len(fields) < 4 || fields[0] != "solar" {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[len(fields)-2])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "delete", e.Name()).Run()
+	}
 }
 
 // sanitize keeps name usable in a namespace name, a file in /run/netns.

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// RequireAllEnv names the environment variable that turns every skip for a
+// requireAllEnv names the environment variable that turns every skip for a
 // missing component into a failure. CI sets it to "1": there, a missing
 // component is a broken image, not a reason to pass.
-const RequireAllEnv = "SOLAR_TEST_REQUIRE_ALL"
+const requireAllEnv = "SOLAR_TEST_REQUIRE_ALL"
 
 // Require ends t because component, which it needs, is missing on this
 // machine; the caller has checked. hint says how to get it, such as
@@ -19,8 +19,8 @@ const RequireAllEnv = "SOLAR_TEST_REQUIRE_ALL"
 // not only for this package's own.
 func Require(t testing.TB, component, hint string) {
 	t.Helper()
-	if os.Getenv(RequireAllEnv) == "1" {
-		t.Fatalf("%s is required (%s=1): %s", component, RequireAllEnv, hint)
+	if os.Getenv(requireAllEnv) == "1" {
+		t.Fatalf("%s is required (%s=1): %s", component, requireAllEnv, hint)
 	}
 	t.Skipf("%s not available: %s", component, hint)
 }

@@ -74,9 +74,11 @@ type Options struct {
 	Extra string
 }
 
-// Server is a running OpenSSH sshd owned by one test. Its fields are set
-// by Start and never change.
+// Server is an OpenSSH sshd owned by one test, running from Start until
+// Stop and again after Restart. Its fields are set by Start and never
+// change.
 type Server struct {
+	// IP and Port are where sshd listens, also after Restart.
 	IP   string
 	Port int
 	// User is the unprivileged login the server allows, the only one: see
@@ -125,7 +127,8 @@ func (s *Server) LogText() string {
 // Start starts /usr/sbin/sshd for t and returns once it answers at Addr
 // with an SSH-2.0 banner and its own host key; a server that does not
 // within 10 seconds fails t with its log. sshd is stopped when t ends (see
-// Stop), and also dies if the test process does.
+// Stop); should the test process die without cleaning up, sshd's listener
+// dies with it and frees the port.
 //
 // The server allows one login: User, with public key ClientKey. Passwords,
 // keyboard-interactive and PAM are off, so the server behaves like a

@@ -322,7 +322,7 @@ func TestRequire(t *testing.T) {
 		{env: "1", fail: true, want: "widget is required (SOLAR_TEST_REQUIRE_ALL=1): apt-get install widget"},
 	} {
 		t.Run("env="+tc.env, func(t *testing.T) {
-			t.Setenv(RequireAllEnv, tc.env)
+			t.Setenv("SOLAR_TEST_REQUIRE_ALL", tc.env)
 			ft := &fakeTB{TB: t}
 			done := make(chan struct{})
 			go func() {
