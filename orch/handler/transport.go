@@ -311,6 +311,13 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGXFSZ: "SIGXFSZ",
 }
 
+// KnownSignal returns the SIG* name of s when it is one a script commonly
+// dies of.
+func KnownSignal(s syscall.Signal) (string, bool) {
+	n, ok := signalNames[s]
+	return n, ok
+}
+
 func signalName(s syscall.Signal) string {
 	if n, ok := signalNames[s]; ok {
 		return n

@@ -188,24 +188,12 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 // above 128 is death by signal, as the shell reports it.
 func exitOf(code int) handler.Exit {
 	if code > 128 && code < 128+65 {
-		sig := syscall.Signal(code - 128)
-		if name := signalText(sig); name != "" {
+		if name, ok := handler.KnownSignal(syscall.Signal(code - 128)); ok {
 			return handler.Exit{Code: -1, Signal: name}
 		}
 	}
 	return handler.Exit{Code: code}
 }
-
-var signalTexts = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-	syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS",
-	syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
-	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGXCPU: "SIGXCPU",
-	syscall.SIGXFSZ: "SIGXFSZ",
-}
-
-func signalText(s syscall.Signal) string { return signalTexts[s] }
 
 func wrapperMessage(stderr string, code int) string {
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
