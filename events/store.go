@@ -189,7 +189,7 @@ func List(tx *store.Tx) ([]Rule, error) {
 func decode(key string, v []byte) (Rule, error) {
 	r, err := Parse(string(v))
 	if err != nil {
-		return Rule{}, fmt.Errorf("events bucket is corrupt at %q: %w", key, err)
+		return Rule{}, store.Damagedf("rule record %q does not parse: %v", key, err)
 	}
 	return r, nil
 }

@@ -122,9 +122,35 @@ func Load(tx *store.Tx, uid string) (*Record, error) {
 	}
 	var rec Record
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("decode plan %s: %w", uid, err)
+		return nil, store.Damagedf("plan record %s does not decode: %v", uid, err)
+	}
+	if err := rec.check(uid); err != nil {
+		return nil, err
 	}
 	return &rec, nil
+}
+
+// check refuses a record that decodes but cannot be what Save wrote.
+func (rec *Record) check(uid string) error {
+	if rec.Plan == nil {
+		return store.Damagedf("plan record %s has no task graph", uid)
+	}
+	if rec.UID != uid {
+		return store.Damagedf("plan record %s names plan %q", uid, rec.UID)
+	}
+	ids := make(map[string]bool, len(rec.Plan.Nodes))
+	for _, n := range rec.Plan.Nodes {
+		if n.ID == "" || ids[n.ID] {
+			return store.Damagedf("plan record %s has a task with an empty or repeated id %q", uid, n.ID)
+		}
+		ids[n.ID] = true
+	}
+	for _, e := range rec.Plan.Edges {
+		if !ids[e.From] || !ids[e.To] {
+			return store.Damagedf("plan record %s has an edge %s -> %s between unknown tasks", uid, e.From, e.To)
+		}
+	}
+	return nil
 }
 
 // States returns the recorded state of every task of plan uid; tasks
@@ -138,7 +164,7 @@ func States(tx *store.Tx, rec *Record) (map[string]State, error) {
 	err := tx.ForEach(store.Plans, p, func(k string, v []byte) error {
 		var s stateJSON
 		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("decode task %s: %w", k, err)
+			return store.Damagedf("task record %s does not decode: %v", k, err)
 		}
 		out[strings.TrimPrefix(k, p)] = State(s)
 		return nil

@@ -209,7 +209,7 @@ func History(tx *store.Tx, n int) ([]*HistoryEntry, error) {
 	err := tx.ForEach(store.History, "", func(k string, v []byte) error {
 		var h HistoryEntry
 		if err := json.Unmarshal(v, &h); err != nil {
-			return fmt.Errorf("decode history %s: %w", k, err)
+			return store.Damagedf("history record %s does not decode: %v", k, err)
 		}
 		all = append(all, &h)
 		return nil
@@ -236,7 +236,7 @@ func GetHistory(tx *store.Tx, uid string) (*HistoryEntry, error) {
 	}
 	var h HistoryEntry
 	if err := json.Unmarshal(raw, &h); err != nil {
-		return nil, fmt.Errorf("decode history %s: %w", uid, err)
+		return nil, store.Damagedf("history record %s does not decode: %v", uid, err)
 	}
 	return &h, nil
 }

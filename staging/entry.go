@@ -101,7 +101,7 @@ func getEntry(tx *store.Tx, key string) (*Entry, error) {
 	}
 	var e Entry
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, fmt.Errorf("decode staged entry %s: %w", key, err)
+		return nil, store.Damagedf("staged entry %s does not decode: %v", key, err)
 	}
 	return &e, nil
 }
@@ -217,7 +217,7 @@ func List(tx *store.Tx) ([]*Entry, error) {
 	err := tx.ForEach(store.Staged, "", func(k string, v []byte) error {
 		var e Entry
 		if err := json.Unmarshal(v, &e); err != nil {
-			return fmt.Errorf("decode staged entry %s: %w", k, err)
+			return store.Damagedf("staged entry %s does not decode: %v", k, err)
 		}
 		out = append(out, &e)
 		return nil
@@ -232,7 +232,7 @@ func ForResource(tx *store.Tx, resource string) ([]*Entry, error) {
 	err := tx.ForEach(store.Staged, resource+".", func(k string, v []byte) error {
 		var e Entry
 		if err := json.Unmarshal(v, &e); err != nil {
-			return fmt.Errorf("decode staged entry %s: %w", k, err)
+			return store.Damagedf("staged entry %s does not decode: %v", k, err)
 		}
 		// "rmq.1." also prefixes "rmq.1.x.run"; keep only this resource's.
 		if e.Resource == resource {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -65,6 +68,9 @@ type Options struct {
 	// NoSync skips fsync on commit. Only benchmarks and throwaway stores use
 	// it: a crash may then lose the last transactions.
 	NoSync bool
+	// ReadOnly opens for reading only, under a shared lock: Update fails,
+	// and a missing file is ErrNoStore rather than a new store.
+	ReadOnly bool
 }
 
 // Path resolves the store location: the explicit flag value, else $SOLAR_DB,
@@ -90,49 +96,83 @@ func Path(flag string, getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "solar", "solar.db"), nil
 }
 
-// Open opens (creating if needed, mode 0600) the store at path.
-func Open(path string, opts Options) (*DB, error) {
+// Open opens (creating if needed, mode 0600) the store at path. With
+// Options.ReadOnly it takes a shared lock instead, so readers do not wait
+// for each other, and works on a read-only file system.
+func Open(path string, opts Options) (db *DB, err error) {
 	wait := opts.LockWait
 	if wait == 0 {
 		wait = DefaultLockWait
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s", ErrNoStore, path)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	b, err := openBolt(path, wait, opts.NoSync)
+	if err := checkSize(path); err != nil {
+		return nil, named(path, err)
+	}
+	defer guard(path, debug.SetPanicOnFault(true), &err)
+	b, err := openBolt(path, wait, opts)
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
 			return nil, fmt.Errorf("%w (%s); wait for it to finish and try again", ErrLocked, path)
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, &DamagedError{Path: path, Detail: err.Error()}
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path}
+	db = &DB{bolt: b, path: path}
+	if !opts.ReadOnly {
+		tighten(path)
+	}
 	if err := db.init(); err != nil {
 		_ = b.Close()
-		return nil, err
+		if errors.Is(err, errNeedsWrite) {
+			// An older store lacks a bucket: add it, then read.
+			rw := opts
+			rw.ReadOnly = false
+			return Open(path, rw)
+		}
+		return nil, named(path, err)
 	}
 	return db, nil
 }
 
-// init creates missing buckets and the schema version. A store that is
-// already up to date is only read, so commands that fail or only read leave
-// the file byte for byte as it was.
-// openBolt opens the file, first without waiting. When another process
-// holds it, a marker file says that someone waits, so a long holder (a
-// running plan) knows to let go for a moment; see Waiting.
-func openBolt(path string, wait time.Duration, noSync bool) (*bolt.DB, error) {
+// ErrNoStore means a read-only command was pointed at a file that does not
+// exist; it does not create one.
+var ErrNoStore = errors.New("no store")
+
+// tighten makes an existing store private: it holds secrets. A file of
+// another user, or one on a read-only file system, is left as it is.
+func tighten(path string) {
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(path, st.Mode().Perm()&0o700)
+	}
+}
+
+// openBolt opens the file, first without waiting. While it waits for
+// another process, it holds a shared lock on a marker file, so a long
+// holder (a running plan) knows to let go for a moment; see Waiting. The
+// kernel drops that lock when this process ends, however it ends.
+func openBolt(path string, wait time.Duration, opts Options) (*bolt.DB, error) {
 	// A large initial mmap only reserves address space; it spares big
 	// transactions (a 10,000-resource composition) repeated remaps.
-	o := &bolt.Options{NoSync: noSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, InitialMmapSize: 1 << 28}
+	o := &bolt.Options{NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		InitialMmapSize: 1 << 28, ReadOnly: opts.ReadOnly}
 	o.Timeout = time.Nanosecond // one try
 	b, err := bolt.Open(path, 0o600, o)
 	if err == nil || !errors.Is(err, berrors.ErrTimeout) {
 		return b, err
 	}
-	marker := waitingPath(path)
-	if f, err := os.OpenFile(marker, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-		_ = f.Close()
-		defer os.Remove(marker)
+	if f, err := os.OpenFile(waitingPath(path), os.O_CREATE|os.O_RDONLY|syscall.O_CLOEXEC, 0o600); err == nil {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH) == nil {
+			defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		}
+		defer f.Close()
 	}
 	o.Timeout = wait
 	return bolt.Open(path, 0o600, o)
@@ -142,12 +182,28 @@ func waitingPath(path string) string { return path + ".waiting" }
 
 // Waiting reports whether another process is waiting to open the store at
 // path. A process that holds the store for long checks it between
-// transactions and closes the store for a moment when it is true.
+// transactions and closes the store for a moment when it is true. A
+// waiter that died left no lock behind, so a leftover marker file means
+// nothing.
 func Waiting(path string) bool {
-	_, err := os.Stat(waitingPath(path))
-	return err == nil
+	f, err := os.OpenFile(waitingPath(path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }
 
+// errNeedsWrite means a read-only open found the buckets incomplete.
+var errNeedsWrite = errors.New("store needs its buckets created")
+
+// init creates missing buckets and the schema version. A store that is
+// already up to date is only read, so commands that fail or only read leave
+// the file byte for byte as it was.
 func (db *DB) init() error {
 	ready := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -165,6 +221,9 @@ func (db *DB) init() error {
 	})
 	if err != nil || ready {
 		return err
+	}
+	if db.bolt.IsReadOnly() {
+		return errNeedsWrite
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -191,14 +250,20 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error { return db.bolt.Close() }
 
 // Update runs fn in a read-write transaction, committed if fn returns nil and
-// rolled back otherwise.
-func (db *DB) Update(fn func(*Tx) error) error {
-	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+// rolled back otherwise. A damaged file or record comes back as a
+// DamagedError naming the file, never as a panic.
+func (db *DB) Update(fn func(*Tx) error) (err error) {
+	if db.bolt.IsReadOnly() {
+		return ErrReadOnly
+	}
+	defer guard(db.path, debug.SetPanicOnFault(true), &err)
+	return named(db.path, db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) }))
 }
 
 // View runs fn in a read-only transaction.
-func (db *DB) View(fn func(*Tx) error) error {
-	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+func (db *DB) View(fn func(*Tx) error) (err error) {
+	defer guard(db.path, debug.SetPanicOnFault(true), &err)
+	return named(db.path, db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) }))
 }
 
 // Check verifies the file's internal consistency (used by tests).

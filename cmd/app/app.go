@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,32 +64,52 @@ func (a *App) StorePath() (string, error) {
 	return store.Path(a.DBFlag, a.Getenv)
 }
 
-// Open opens the store. The caller closes it. Only the default location's
-// directories are created: a path given with --db or $SOLAR_DB whose
-// directory does not exist is most likely a typo.
+// Open opens the store for writing. The caller closes it. Only the default
+// location's directories are created: a path given with --db or $SOLAR_DB
+// whose directory does not exist is most likely a typo.
 func (a *App) Open() (*store.DB, error) {
+	return a.open(false)
+}
+
+func (a *App) open(readOnly bool) (*store.DB, error) {
 	p, err := a.StorePath()
 	if err != nil {
 		return nil, err
 	}
-	if a.DBFlag != "" || a.Getenv("SOLAR_DB") != "" {
+	wait, err := a.lockWait()
+	if err != nil {
+		return nil, err
+	}
+	if !readOnly && (a.DBFlag != "" || a.Getenv("SOLAR_DB") != "") {
 		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
 			return nil, Usagef("store directory %s does not exist (from --db or $SOLAR_DB); create it or fix the path", filepath.Dir(p))
 		}
 	}
-	return store.Open(p, store.Options{LockWait: a.lockWait()})
+	db, err := store.Open(p, store.Options{LockWait: wait, ReadOnly: readOnly})
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, Usagef("no store at %s: nothing has been created there yet (check --db or $SOLAR_DB)", p)
+	}
+	return db, err
 }
 
-func (a *App) lockWait() time.Duration {
+// lockWait is how long to wait for another solar process: LockWait, else
+// $SOLAR_LOCK_WAIT, else the store's default.
+func (a *App) lockWait() (time.Duration, error) {
 	if a.LockWait != 0 {
-		return a.LockWait
+		return a.LockWait, nil
 	}
-	if v := a.Getenv("SOLAR_LOCK_WAIT"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
+	v := a.Getenv("SOLAR_LOCK_WAIT")
+	if v == "" {
+		return store.DefaultLockWait, nil
 	}
-	return store.DefaultLockWait
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, Usagef("SOLAR_LOCK_WAIT=%q is not a duration such as 5s or 1m", v)
+	}
+	if d == 0 {
+		d = time.Nanosecond // no wait at all: one try
+	}
+	return d, nil
 }
 
 // Update runs fn in one read-write transaction of the store.
@@ -101,9 +122,11 @@ func (a *App) Update(fn func(tx *store.Tx) error) error {
 	return db.Update(fn)
 }
 
-// View runs fn in one read-only transaction of the store.
+// View runs fn in one read-only transaction of the store, under a shared
+// lock: readers do not wait for each other. A missing store is an error,
+// never created.
 func (a *App) View(fn func(tx *store.Tx) error) error {
-	db, err := a.Open()
+	db, err := a.open(true)
 	if err != nil {
 		return err
 	}

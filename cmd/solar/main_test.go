@@ -73,6 +73,7 @@ func TestScripts(t *testing.T) {
 			"nooverlap":  cmdNooverlap,
 			"sshd":       servers.start,
 			"stopsshd":   servers.stop,
+			"damage":     cmdDamage,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "sshd" {
