@@ -21,6 +21,7 @@ type sharedDB struct {
 
 	mu       sync.Mutex
 	db       *store.DB
+	opens    uint64 // how many times the store was opened: between two, other processes may write
 	users    int
 	openedAt time.Time
 	timer    *time.Timer
@@ -30,6 +31,13 @@ type sharedDB struct {
 }
 
 func (s *sharedDB) acquire() (*store.DB, error) {
+	db, _, err := s.acquireCounted()
+	return db, err
+}
+
+// acquireCounted is acquire that also tells how many times the store has
+// been opened so far.
+func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.timer != nil {
@@ -44,12 +52,13 @@ func (s *sharedDB) acquire() (*store.DB, error) {
 	if s.db == nil {
 		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		s.db, s.openedAt = db, time.Now()
+		s.opens++
 	}
 	s.users++
-	return s.db, nil
+	return s.db, s.opens, nil
 }
 
 func (s *sharedDB) release() {

@@ -230,6 +230,8 @@ func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
 // SkipPending skips, with reason, the tasks of unfinished plans that are
 // still to run any of the staged keys (a discarded entry must not run);
 // it returns the plans touched, and closes those left with nothing to do.
+// A task that a live run has started is refused (ErrRunning, naming the
+// process); the others reach that run before it starts them.
 func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]string, error) {
 	pending, err := Pending(tx)
 	if err != nil {
@@ -258,14 +260,14 @@ func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]s
 		if err != nil {
 			return nil, err
 		}
+		var ids []string
 		for _, n := range rec.Plan.Nodes {
 			if st := states[n.ID]; n.Staged && byPlan[uid][n.StagedKey] && (!st.Status.Finished() || Stopped(st)) {
-				st := State{Status: StatusSkipped, Reason: reason, End: now}
-				states[n.ID] = st
-				if err := PutState(tx, uid, n.ID, st); err != nil {
-					return nil, err
-				}
+				ids = append(ids, n.ID)
 			}
+		}
+		if err := skipTasks(tx, uid, ids, states, reason, now); err != nil {
+			return nil, err
 		}
 		if err := closeIfDone(tx, uid, states); err != nil {
 			return nil, err

@@ -57,6 +57,10 @@ type Runner struct {
 	Idle time.Duration
 	// Started, if set, is called once the plan is claimed, before any task.
 	Started func(rec *Record)
+	// Note, if set, is told of what the runner did besides running tasks
+	// (processes left by a run that died, killed before their task runs
+	// again).
+	Note func(msg string)
 
 	transport *sshx.Transport // the run's SSH connections, if any node needs them
 }
@@ -102,9 +106,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}()
 
 	var (
-		rec     *Record
-		initial map[string]State
-		infos   map[string]*taskInfo
+		rec      *Record
+		initial  map[string]State
+		infos    map[string]*taskInfo
+		leftover map[string]groupRecord
+		edits    uint64
 	)
 	err := sdb.Update(func(tx *store.Tx) error {
 		var err error
@@ -120,14 +126,32 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if initial, err = States(tx, rec); err != nil {
 			return err
 		}
+		if leftover, err = orphanGroups(tx); err != nil {
+			return err
+		}
+		edits = editCount(tx, r.UID)
 		infos, err = r.prepare(tx, rec)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	// What a run that died left behind goes before anything starts: its
+	// scripts (which must never run beside their resumed copies) and its
+	// private files (which hold secrets).
+	if err := r.killOrphans(sdb, leftover); err != nil {
+		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
+		return nil, nil, err
+	}
+	handler.SweepTemp("")
+	if r.Shell != nil && r.Shell.TempDir != "" {
+		handler.SweepTemp(r.Shell.TempDir)
+	}
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
-		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{})}
+		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
+		edits: edits, external: map[string]string{}}
+	_, ex.opens, _ = sdb.acquireCounted()
+	sdb.release()
 	for _, info := range infos {
 		if info.inputs != nil {
 			ex.effective[info.node.Resource] = info.inputs
@@ -161,7 +185,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		}
 		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier})
 	}
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Progress: r.Progress, Now: r.Now}
+	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Begin: ex.begin, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
 	// Finish: write what is buffered, release the plan, close it if done.
@@ -178,7 +202,13 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if states == nil {
 			return nil
 		}
-		return SetOpen(tx, r.UID, !Done(states))
+		// The store, not the walker's view, decides: a task another
+		// command skipped stays skipped with its reason.
+		stored, err := States(tx, rec)
+		if err != nil {
+			return err
+		}
+		return SetOpen(tx, r.UID, !Done(stored))
 	})
 	if walkErr != nil {
 		return rec, states, walkErr
@@ -400,6 +430,13 @@ type execution struct {
 	userStop <-chan struct{}
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	// Seen only by the walker's goroutine (begin): how many times the
+	// store had been opened, and the plan's edit count, when the runner
+	// last looked; and the tasks other commands skipped, with the reason.
+	opens    uint64
+	edits    uint64
+	external map[string]string
 }
 
 func (ex *execution) closeStop() { ex.stopOnce.Do(func() { close(ex.stopped) }) }
@@ -444,6 +481,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
+			Started: func(g handler.Group) { ex.recordGroup(t.ID, g) },
 		})
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
@@ -550,13 +588,70 @@ func (ex *execution) checkStop(tx *store.Tx) error {
 	return nil
 }
 
+// begin records that task id starts, unless another command skipped it
+// since the runner last looked (see edit.go): then it returns the reason.
+// The store stays acquired from the look to the buffering of INPROGRESS,
+// so no other process can write in between.
+func (ex *execution) begin(id string, st State) (string, error) {
+	db, opens, err := ex.sdb.acquireCounted()
+	if err != nil {
+		return "", err
+	}
+	defer ex.sdb.release()
+	if opens != ex.opens {
+		ex.opens = opens
+		if err := db.View(ex.lookForEdits); err != nil {
+			return "", err
+		}
+	}
+	if reason, ok := ex.external[id]; ok {
+		return reason, nil
+	}
+	return "", ex.persist(id, st)
+}
+
+// lookForEdits reads the tasks other commands skipped, when the plan's
+// edit count moved.
+func (ex *execution) lookForEdits(tx *store.Tx) error {
+	n := editCount(tx, ex.rec.UID)
+	if n == ex.edits {
+		return nil
+	}
+	ex.edits = n
+	states, err := States(tx, ex.rec)
+	if err != nil {
+		return err
+	}
+	for id, st := range states {
+		if st.Status == StatusSkipped {
+			ex.external[id] = st.Reason
+		}
+	}
+	return nil
+}
+
 // apply writes one state change and, for a task that succeeded, its
 // consequences: outputs sent to the resource (and on to its receivers),
 // the commit of its staged entry, and refreshes for the react subscribers
 // its change triggers.
 func (ex *execution) apply(tx *store.Tx, id string, st State) error {
+	if st.Status == StatusSkipped {
+		// Another command's skip (discarded, filtered) outranks the
+		// walker's (stopped, upstream failed): resume must not run it.
+		if raw, err := tx.Get(store.Plans, taskKey(ex.rec.UID, id)); err == nil {
+			var old stateJSON
+			if json.Unmarshal(raw, &old) == nil && old.Status == StatusSkipped {
+				return nil
+			}
+		}
+	}
 	if err := PutState(tx, ex.rec.UID, id, st); err != nil {
 		return err
+	}
+	if st.Status.Finished() {
+		if err := tx.Delete(store.Plans, groupKey(ex.rec.UID, id)); err != nil {
+			return err
+		}
 	}
 	if st.Status != StatusSuccess && st.Status != StatusNoop {
 		return nil

@@ -200,6 +200,13 @@ type Walker struct {
 	// aborts the walk: running tasks are cancelled and waited for, and Walk
 	// returns the error. Nil means nothing is recorded.
 	Persist func(id string, st State) error
+	// Begin, if not nil, is called in place of Persist for the INPROGRESS
+	// state of a task about to start, from the same goroutine. It records
+	// that state and returns "", or returns a reason to skip the task
+	// instead (another process skipped it meanwhile); then the task ends
+	// SKIPPED with that reason, persisted, without running. An error
+	// aborts the walk as Persist's does.
+	Begin func(id string, st State) (skip string, err error)
 	// Progress, if not nil, is told of each change after it was persisted,
 	// from the same goroutine as Persist.
 	Progress func(id string, st State)
@@ -708,12 +715,15 @@ func (wk *walk) startReady() {
 			}
 			continue
 		}
+		wk.states[k] = State{Status: StatusInProgress, Start: wk.now()}
+		if skip, ok := wk.begin(k); !ok {
+			return
+		} else if skip != "" {
+			wk.finish(k, State{Status: StatusSkipped, Reason: skip})
+			continue
+		}
 		for _, l := range lims {
 			wk.limits[l].used++
-		}
-		wk.states[k] = State{Status: StatusInProgress, Start: wk.now()}
-		if !wk.record(k) {
-			return
 		}
 		wk.running++
 		wk.launch(k)
@@ -788,6 +798,24 @@ func (wk *walk) finish(k int32, st State) {
 			wk.decide = append(wk.decide, s)
 		}
 	}
+}
+
+// begin records that task k starts, through Begin when set; ok false
+// means the walk is aborting, skip that the task must not run.
+func (wk *walk) begin(k int32) (skip string, ok bool) {
+	if wk.w.Begin == nil {
+		return "", wk.record(k)
+	}
+	id, st := wk.tasks[k].ID, wk.states[k]
+	skip, err := wk.w.Begin(id, st)
+	if err != nil {
+		wk.err = fmt.Errorf("persist %s of task %q: %w", st.Status, id, err)
+		return "", false
+	}
+	if skip == "" && wk.w.Progress != nil {
+		wk.w.Progress(id, st)
+	}
+	return skip, true
 }
 
 // record persists task k's current state and reports it; false means

@@ -17,7 +17,7 @@ func NewCmdReset(a *app.App) *cobra.Command {
 	return &cobra.Command{
 		Use:     "reset [UID|last]",
 		Short:   "Set every task of a plan back to PENDING without running it",
-		Long:    "Set every task back to PENDING; nothing runs. Staged entries already committed stay committed.\n" + app.ExitHelp,
+		Long:    "Set every task back to PENDING; nothing runs. Staged entries already committed stay committed.\nA plan that another process is running cannot be reset.\n" + app.ExitHelp,
 		Example: "  solar orch reset last",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -25,6 +25,9 @@ func NewCmdReset(a *app.App) *cobra.Command {
 			err := a.Update(func(tx *store.Tx) error {
 				var err error
 				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
+					return err
+				}
+				if err := orch.RefuseRunning(tx, uid); err != nil {
 					return err
 				}
 				rec, err := orch.Load(tx, uid)
@@ -103,7 +106,9 @@ func NewCmdFilter(a *app.App) *cobra.Command {
 		Short: "Keep only part of a plan; the rest is SKIPPED \"filtered\"",
 		Long: `Keep the pending tasks reachable from the --start tasks and leading to the --end
 tasks (either may be omitted); every other pending task becomes SKIPPED
-"filtered". Tasks are named by id (mariadb.run#0) or action (mariadb.run).` + "\n" + app.ExitHelp,
+"filtered". Tasks are named by id (mariadb.run#0) or action (mariadb.run).
+On a plan that is running, the run skips them too; a task it has already
+started cannot be filtered out (the command fails and changes nothing).` + "\n" + app.ExitHelp,
 		Example: `  solar orch filter last --start keystone.run --end haproxy.run#1
   solar orch filter last --end mariadb.run`,
 		Args: cobra.MaximumNArgs(1),
@@ -138,19 +143,8 @@ func filterRun(opts *FilterOptions) error {
 		if err != nil {
 			return err
 		}
-		states, err := orch.States(tx, rec)
-		if err != nil {
-			return err
-		}
-		for _, n := range rec.Plan.Nodes {
-			if !keep[n.ID] && !states[n.ID].Status.Finished() {
-				skipped++
-				if err := orch.PutState(tx, uid, n.ID, orch.State{Status: orch.StatusSkipped, Reason: orch.ReasonFiltered, End: opts.App.Now()}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		skipped, err = orch.FilterPlan(tx, rec, keep, opts.App.Now())
+		return err
 	})
 	if err != nil {
 		return err

@@ -171,6 +171,11 @@ func runRun(opts *RunOptions) error {
 		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
 			return err
 		}
+		// The runner would refuse too, but only after this transaction
+		// has reset states under a live run.
+		if err := orch.RefuseRunning(tx, uid); err != nil {
+			return err
+		}
 		rec, err := orch.Load(tx, uid)
 		if err != nil {
 			return err
@@ -235,7 +240,7 @@ func runRun(opts *RunOptions) error {
 		}
 	}()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }}
+		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }, Note: pr.note}
 	rec, states, err := r.Run(ctx, stop)
 	pr.end()
 	if err != nil {

@@ -74,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"sshd":       servers.start,
 			"stopsshd":   servers.stop,
 			"damage":     cmdDamage,
+			"alive":      cmdAlive,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "sshd" {

@@ -21,6 +21,9 @@ type Request struct {
 	Sensitive map[string]bool
 	Location  string        // node name; "" is this machine
 	Timeout   time.Duration // per attempt; 0 is none
+	// Started, if set, is told the attempt's process group when it runs on
+	// this machine (see Attempt.Started).
+	Started func(Group)
 }
 
 // Result is what an attempt reported.

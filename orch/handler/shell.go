@@ -90,6 +90,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		Grace:   grace,
 		Stdout:  &stdout,
 		Stderr:  &stderr,
+		Started: req.Started,
 	})
 
 	changed, outputs, resultErr := true, map[string]any(nil), ended.ResultErr

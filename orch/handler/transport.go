@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -55,6 +56,11 @@ type Attempt struct {
 	// Stdout and Stderr receive the script's output, from other goroutines,
 	// until Exec returns.
 	Stdout, Stderr io.Writer
+	// Started, if set, is told the attempt's process group once it runs on
+	// this machine, so that the caller can record it (see KillGroup). A
+	// remote host does not call it: its wrapper ends the group on the node
+	// when the connection goes.
+	Started func(Group)
 }
 
 // Ended is how an attempt ended.
@@ -121,12 +127,17 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	cmd.Env = env
 	cmd.Stdout = a.Stdout
 	cmd.Stderr = a.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The script dies with the executor: kill -9 of solar must not leave
+	// it running beside the copy that resume starts.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = ioGrace
-	if err := cmd.Start(); err != nil {
+	p, err := startLocal(cmd)
+	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
-	p := &localProcess{cmd: cmd}
+	if a.Started != nil {
+		a.Started(groupOf(cmd.Process.Pid))
+	}
 	ended, err := waitOrStop(ctx, p, a.Grace)
 	if err != nil {
 		return ended, fmt.Errorf("lost the script: %w", err)
@@ -153,19 +164,23 @@ func (Local) startErr(a Attempt, err error) error {
 // Where that dir is unusable (a session's dir after su), an explicit
 // $TMPDIR comes next, then /dev/shm (the tmpfs every Linux has; the
 // attempt's dir in it is still 0700), then os.TempDir().
+//
+// Its name says which executor made it, so that one that died is cleaned up
+// after by the next (SweepTemp).
 func localTempDir(parent string) (string, error) {
+	pattern := tempPrefix + selfTag() + "-"
 	if parent != "" {
-		return os.MkdirTemp(parent, "solar-")
+		return os.MkdirTemp(parent, pattern)
 	}
 	candidates := []string{os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("TMPDIR"), "/dev/shm"}
 	for _, fast := range candidates {
 		if filepath.IsAbs(fast) {
-			if dir, err := os.MkdirTemp(fast, "solar-"); err == nil {
+			if dir, err := os.MkdirTemp(fast, pattern); err == nil {
 				return dir, nil
 			}
 		}
 	}
-	return os.MkdirTemp("", "solar-")
+	return os.MkdirTemp("", pattern)
 }
 
 // writeNew creates name exclusively, so that it never writes through a
@@ -253,11 +268,37 @@ func waitOrStop(ctx context.Context, p process, grace time.Duration) (Ended, err
 }
 
 type localProcess struct {
-	cmd *exec.Cmd
+	cmd    *exec.Cmd
+	waited chan error
+}
+
+// startLocal starts cmd from a goroutine locked to its OS thread until
+// the command has been waited for. The kernel sends the parent-death
+// signal when the thread that forked the child exits, not the process, and
+// the Go runtime ends a thread when a goroutine locked to it exits; so
+// the thread that forks must be one that lives exactly as long as the
+// child is ours.
+func startLocal(cmd *exec.Cmd) (*localProcess, error) {
+	p := &localProcess{cmd: cmd, waited: make(chan error, 1)}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *localProcess) Wait() (Exit, error) {
-	err := p.cmd.Wait()
+	err := <-p.waited
 	st := p.cmd.ProcessState
 	if st == nil {
 		return Exit{Code: -1}, err

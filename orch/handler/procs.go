@@ -1,0 +1,214 @@
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Group identifies the process group of a running attempt on this
+// machine, durably enough to find it again from another process after the
+// executor died: the group id alone may by then name a stranger's group.
+type Group struct {
+	PGID int `json:"pgid"`
+	// Start is the leader's start time, in clock ticks since boot
+	// (/proc/PID/stat field 22); the group's members started no earlier.
+	Start uint64 `json:"start"`
+	// Boot is the kernel's boot id: after a reboot no group survives.
+	Boot string `json:"boot"`
+}
+
+// procStat is what solar reads from /proc/PID/stat.
+type procStat struct {
+	state byte
+	pgrp  int
+	start uint64
+}
+
+// readStat parses /proc/PID/stat. The command name, in parentheses, may
+// hold spaces and parentheses itself, so fields are counted from the last
+// ")".
+func readStat(pid int) (procStat, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[i+2:]) // f[0] is field 3 (state)
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	pgrp, err1 := strconv.Atoi(f[2])                // field 5
+	start, err2 := strconv.ParseUint(f[19], 10, 64) // field 22
+	if err1 != nil || err2 != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, start: start}, nil
+}
+
+var bootID = sync.OnceValue(func() string {
+	raw, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
+})
+
+// groupOf describes the group led by a process just started.
+func groupOf(pid int) Group {
+	g := Group{PGID: pid, Boot: bootID()}
+	if st, err := readStat(pid); err == nil {
+		g.Start = st.start
+	}
+	return g
+}
+
+// members lists the live (not zombie) processes of g.
+func (g Group) members() ([]int, error) {
+	if g.PGID <= 1 || g.Boot == "" || g.Boot != bootID() {
+		return nil, nil // another boot: nothing of it runs
+	}
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.pgrp != g.PGID || st.state == 'Z' || st.start < g.Start {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out, nil
+}
+
+// ErrSurvivor means a group of an earlier attempt would not die.
+var ErrSurvivor = errors.New("an earlier attempt's processes are still running")
+
+// KillGroup ends whatever is left of an attempt's process group (after the
+// executor that started it died) and waits up to wait for it to be gone.
+// It reports how many processes it killed. Processes that merely reuse
+// the group id, started before the attempt or in another boot, are left
+// alone.
+func KillGroup(g Group, wait time.Duration) (int, error) {
+	pids, err := g.members()
+	if err != nil || len(pids) == 0 {
+		return 0, err
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		left, err := g.members()
+		if err != nil {
+			return len(pids), err
+		}
+		if len(left) == 0 {
+			return len(pids), nil
+		}
+		if time.Now().After(deadline) {
+			return len(pids), fmt.Errorf("%w: process group %d (pids %v) outlived SIGKILL for %s", ErrSurvivor, g.PGID, left, wait)
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// The private directories of attempts on this machine are named after the
+// executor that made them, so that the next executor can remove those of
+// one that died (kill -9 gives no chance to clean up, and they hold
+// secrets): "solar-run-PID.START-*".
+const tempPrefix = "solar-run-"
+
+var selfTag = sync.OnceValue(func() string {
+	pid := os.Getpid()
+	st, _ := readStat(pid)
+	return strconv.Itoa(pid) + "." + strconv.FormatUint(st.start, 10)
+})
+
+// tempParents are where localTempDir makes directories when not told.
+func tempParents() []string {
+	var out []string
+	for _, d := range []string{os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("TMPDIR"), "/dev/shm", os.TempDir()} {
+		if filepath.IsAbs(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// SweepTemp removes the attempt directories that executors which are no
+// longer running left in dir ("" means every place Local would make
+// one). It returns how many it removed.
+func SweepTemp(dir string) int {
+	parents := []string{dir}
+	if dir == "" {
+		parents = tempParents()
+	}
+	removed := 0
+	seen := map[string]bool{}
+	for _, parent := range parents {
+		if seen[parent] {
+			continue
+		}
+		seen[parent] = true
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !e.IsDir() || !strings.HasPrefix(name, tempPrefix) {
+				continue
+			}
+			tag, _, ok := strings.Cut(strings.TrimPrefix(name, tempPrefix), "-")
+			if !ok || tag == selfTag() || executorAlive(tag) {
+				continue
+			}
+			if os.RemoveAll(filepath.Join(parent, name)) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
+}
+
+// executorAlive reports whether the process a "PID.START" tag names still
+// runs. An unreadable tag is treated as alive: only what is surely stale
+// is removed.
+func executorAlive(tag string) bool {
+	pidText, startText, ok := strings.Cut(tag, ".")
+	pid, err1 := strconv.Atoi(pidText)
+	start, err2 := strconv.ParseUint(startText, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return true
+	}
+	st, err := readStat(pid)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	return st.start == start && st.state != 'Z'
+}

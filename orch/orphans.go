@@ -1,0 +1,92 @@
+package orch
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/store"
+)
+
+// A running attempt's process group is recorded with its task, so that
+// when the runner dies (kill -9, a crash, the machine's OOM killer) the
+// next runner can make sure nothing of it still runs before the task runs
+// again. The scripts normally die with their runner (a parent-death
+// signal); this is the second line, for what they started.
+
+func groupPrefix(uid string) string  { return "group/" + uid + "/" }
+func groupKey(uid, id string) string { return groupPrefix(uid) + id }
+
+// groupRecord is the stored record of one running attempt.
+type groupRecord struct {
+	Group  handler.Group `json:"group"`
+	Runner int           `json:"runner"` // pid of the runner that started it
+}
+
+// recordGroup buffers the record of task id's running attempt; it is
+// written with the next batch (at the latest when the store idles) and
+// removed with the task's final state.
+func (ex *execution) recordGroup(id string, g handler.Group) {
+	raw, err := json.Marshal(groupRecord{Group: g, Runner: os.Getpid()})
+	if err != nil {
+		return
+	}
+	key := groupKey(ex.rec.UID, id)
+	ex.bufMu.Lock()
+	ex.buf = append(ex.buf, func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) })
+	ex.bufMu.Unlock()
+}
+
+// orphanGroups returns the recorded attempts, of any plan, whose runner is
+// no longer alive, by key.
+func orphanGroups(tx *store.Tx) (map[string]groupRecord, error) {
+	out := map[string]groupRecord{}
+	err := tx.ForEach(store.Plans, "group/", func(k string, v []byte) error {
+		var g groupRecord
+		if json.Unmarshal(v, &g) != nil {
+			out[k] = groupRecord{} // unreadable: nothing to kill, drop it
+			return nil
+		}
+		if g.Runner == os.Getpid() || !alive(g.Runner) {
+			out[k] = g
+		}
+		return nil
+	})
+	return out, err
+}
+
+// orphanWait bounds the wait for a killed group to be gone.
+const orphanWait = 10 * time.Second
+
+// killOrphans ends what is left of the attempts of dead runners and drops
+// their records. A group that will not die fails the run: starting the
+// task beside it is what must never happen.
+func (r *Runner) killOrphans(sdb *sharedDB, left map[string]groupRecord) error {
+	if len(left) == 0 {
+		return nil
+	}
+	for key, g := range left {
+		if g.Group.PGID == 0 {
+			continue
+		}
+		n, err := handler.KillGroup(g.Group, orphanWait)
+		task := strings.TrimPrefix(key, "group/")
+		if err != nil {
+			return fmt.Errorf("task %s: %w; end them by hand (kill -KILL -- -%d), then run again", task, err, g.Group.PGID)
+		}
+		if n > 0 && r.Note != nil {
+			r.Note(fmt.Sprintf("killed %d leftover process(es) of %s, started by pid %d that is gone", n, task, g.Runner))
+		}
+	}
+	return sdb.Update(func(tx *store.Tx) error {
+		for key := range left {
+			if err := tx.Delete(store.Plans, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
