@@ -602,8 +602,8 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 			if wk.err != nil {
 				return wk.err
 			}
-			if wk.stopping {
-				continue // settle what halting decided
+			if wk.stopping || len(wk.decide) > 0 {
+				continue // settle what halting, or a task skipped at its start, decided
 			}
 		}
 		if wk.running == 0 {

@@ -1204,3 +1204,49 @@ func TestWalkEarlierInstancesTrigger(t *testing.T) {
 		t.Fatalf("unknown earlier instance: err = %v", err)
 	}
 }
+
+// A task that Begin refuses (another process skipped it) ends SKIPPED with
+// Begin's reason, does not run, and its successors still run: the walk
+// neither stalls nor runs it.
+func TestWalkBeginSkipsTask(t *testing.T) {
+	var ran []string
+	var mu sync.Mutex
+	var persisted []string
+	w := &Walker{
+		Run: func(_ context.Context, task *Task) Outcome {
+			mu.Lock()
+			ran = append(ran, task.ID)
+			mu.Unlock()
+			return Outcome{Changed: true}
+		},
+		Persist: func(id string, st State) error {
+			persisted = append(persisted, id+" "+string(st.Status)+" "+st.Reason)
+			return nil
+		},
+		Begin: func(id string, st State) (string, error) {
+			if id == "b" {
+				return "discarded", nil
+			}
+			persisted = append(persisted, id+" "+string(st.Status)+" ")
+			return "", nil
+		},
+	}
+	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
+	states, err := w.Walk(context.Background(), tasks, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states["b"]; got.Status != StatusSkipped || got.Reason != "discarded" {
+		t.Fatalf("b = %+v, want SKIPPED discarded", got)
+	}
+	if states["c"].Status != StatusSuccess {
+		t.Fatalf("c = %+v, want SUCCESS after a skipped predecessor", states["c"])
+	}
+	if strings.Join(ran, ",") != "a,c" {
+		t.Fatalf("ran %v, want a and c only", ran)
+	}
+	want := "a INPROGRESS ,a SUCCESS ,b SKIPPED discarded,c INPROGRESS ,c SUCCESS "
+	if got := strings.Join(persisted, ","); got != want {
+		t.Fatalf("persisted %q\nwant      %q", got, want)
+	}
+}
