@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,7 +17,7 @@ const inputPrefix = "SOLAR_INPUT_"
 // executor's environment (solar run from inside an action) would describe
 // some other action, so it is dropped, as are inherited SOLAR_INPUT_*.
 var protocolVars = [...]string{
-	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT",
+	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT", "SOLAR_INPUTS_OMITTED",
 }
 
 // EnvName returns the environment variable that carries input name:
@@ -103,6 +104,7 @@ func scriptEnv(req Request) ([]string, error) {
 	)
 	var owner map[string]string // variable -> input, only for unusual names
 	var b []byte
+	vars := make([]string, 0, len(req.Inputs))
 	for name, v := range req.Inputs {
 		b = appendEnvName(b[:0], name)
 		if !plainName(name) {
@@ -123,7 +125,7 @@ func scriptEnv(req Request) ([]string, error) {
 		if b, err = appendEnvValue(b, v); err != nil {
 			return nil, fmt.Errorf("%w: input %q: %v", ErrBadRequest, name, err)
 		}
-		env = append(env, string(b))
+		vars = append(vars, string(b))
 	}
 	if owner != nil {
 		// Plain names can still collide with unusual ones ("a_b", "a-b").
@@ -135,7 +137,51 @@ func scriptEnv(req Request) ([]string, error) {
 			}
 		}
 	}
-	return env, nil
+	return appendWithinLimits(env, vars), nil
+}
+
+// The kernel refuses to start a program when one environment string is
+// longer than 128 KiB, or the arguments and environment together exceed a
+// quarter of the stack limit (usually 2 MiB in all). Inputs are data, so
+// they must never make a script impossible to start: the environment
+// carries at most envVarMax per variable and envInputsMax for all input
+// variables together, smallest first; an input left out is only in the
+// file SOLAR_INPUTS names, and SOLAR_INPUTS_OMITTED lists such inputs'
+// variables, comma-separated (docs/bases.md).
+const (
+	envVarMax    = 64 << 10
+	envInputsMax = 512 << 10
+)
+
+// appendWithinLimits appends the input variables vars ("NAME=value") to
+// env within the limits above.
+func appendWithinLimits(env, vars []string) []string {
+	total := 0
+	for _, kv := range vars {
+		total += len(kv) + 1
+	}
+	if total <= envInputsMax && slices.IndexFunc(vars, func(kv string) bool { return len(kv) > envVarMax }) < 0 {
+		return append(env, vars...)
+	}
+	slices.SortFunc(vars, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	var omitted []string
+	total = 0
+	for _, kv := range vars {
+		if len(kv) > envVarMax || total+len(kv)+1 > envInputsMax {
+			name, _, _ := strings.Cut(kv, "=")
+			omitted = append(omitted, name)
+			continue
+		}
+		total += len(kv) + 1
+		env = append(env, kv)
+	}
+	slices.Sort(omitted)
+	return append(env, "SOLAR_INPUTS_OMITTED="+strings.Join(omitted, ","))
 }
 
 // inheritable reports whether a "KEY=value" of the executor's environment

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -402,6 +403,8 @@ func TestFailure(t *testing.T) {
 			"exit status 4: …" + long[len(long)-errBytes:], 4, ""},
 		{"long lines before a short one", "printf '%s\\n' '" + long + "' >&2; echo short >&2; exit 5",
 			"exit status 5: short", 5, ""},
+		{"last line longer than the kept tail keeps its end", "head -c 100000 /dev/zero | tr '\\0' x >&2; echo ' the reason' >&2; exit 7",
+			"exit status 7: …" + strings.Repeat("x", errBytes-len(" the reason")) + " the reason", 7, ""},
 		{"killed by a signal", "echo dying >&2; kill -9 $$", "killed by SIGKILL: dying", -1, ""},
 		{"result file does not save a failure", `echo '{"changed": false}' >"$SOLAR_RESULT"; exit 6`, "exit status 6", 6, ""},
 		{"missing script", "", "", 2, ""},
@@ -945,5 +948,38 @@ func TestTail(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An input too large for the environment still reaches the script, in
+// the inputs file; its variable is left out and named in
+// SOLAR_INPUTS_OMITTED, and the script starts (it used to fail with
+// "argument list too long").
+func TestLargeInputsLeaveTheEnvironment(t *testing.T) {
+	big := strings.Repeat("b", 200<<10)
+	mid := strings.Repeat("m", 60<<10)
+	req := newRequest(t, `printf '%s|%s|%s|%s\n' "${SOLAR_INPUT_BIG-unset}" "${#SOLAR_INPUT_SMALL}" "$SOLAR_INPUTS_OMITTED" "$(wc -c <"$SOLAR_INPUTS")"`)
+	inputs := map[string]any{"big": big, "small": "s"}
+	for i := range 12 { // 12 x 60 KiB: more than the 512 KiB budget
+		inputs[fmt.Sprintf("mid%02d", i)] = mid
+	}
+	req.Inputs = inputs
+	res, err := newShell(t).Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	f := strings.Split(strings.TrimSpace(res.Stdout), "|")
+	if len(f) != 4 {
+		t.Fatalf("stdout %q", res.Stdout)
+	}
+	if f[0] != "unset" || f[1] != "1" {
+		t.Fatalf("SOLAR_INPUT_BIG=%.20q, len(SOLAR_INPUT_SMALL)=%s: want unset and 1", f[0], f[1])
+	}
+	omitted := strings.Split(f[2], ",")
+	if len(omitted) < 2 || omitted[0] != "SOLAR_INPUT_BIG" || !strings.HasPrefix(omitted[1], "SOLAR_INPUT_MID") {
+		t.Fatalf("SOLAR_INPUTS_OMITTED=%q: want the big input and the mids past the budget", f[2])
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(f[3])); n < len(big)+12*len(mid) {
+		t.Fatalf("inputs file has %s bytes, want every value", f[3])
 	}
 }

@@ -84,8 +84,11 @@ func (t *tail) text(m *masker) string {
 		b, cut = b[len(b)-tailMax:], true
 	}
 	if cut {
+		// The partial first line goes, unless it is the only one: then
+		// its end is the best account of what happened (a failing
+		// script's last words, on one very long line).
 		skip := m.longest - 1
-		if i := bytes.IndexByte(b, '\n'); i >= skip {
+		if i := bytes.IndexByte(b, '\n'); i >= skip && len(bytes.TrimSpace(b[i+1:])) > 0 {
 			skip = i + 1
 		}
 		b = b[min(max(skip, 0), len(b)):]
