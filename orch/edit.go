@@ -80,8 +80,8 @@ func refuseStarted(tx *store.Tx, uid string, ids []string, states map[string]Sta
 // uid: for changes that cannot reach a run in progress (reset, retry,
 // restart).
 func RefuseRunning(tx *store.Tx, uid string) error {
-	if pid, running := Running(tx, uid); running {
-		return fmt.Errorf("%w: plan %s is being run by pid %d; wait for it to finish, or stop it with solar orch stop %s", ErrRunning, uid, pid, uid)
+	if rr, running := liveRunner(tx, uid); running {
+		return rr.busy(uid)
 	}
 	return nil
 }

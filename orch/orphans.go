@@ -58,6 +58,27 @@ func orphanGroups(tx *store.Tx) (map[string]groupRecord, error) {
 	return out, err
 }
 
+// sweep cleans up after the dead runners of this machine: what is left of
+// their attempts' process groups dies, and their private directories go.
+func (r *Runner) sweep() error {
+	dirs := []string{""}
+	if r.Shell != nil && r.Shell.TempDir != "" {
+		dirs = append(dirs, r.Shell.TempDir)
+	}
+	for _, dir := range dirs {
+		swept, err := handler.SweepTemp(dir)
+		for _, s := range swept {
+			if r.Note != nil {
+				r.Note(fmt.Sprintf("killed %d leftover process(es) of %s, whose runner is gone", s.Killed, s.Task))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%w; end them by hand, then run again", err)
+		}
+	}
+	return nil
+}
+
 // orphanWait bounds the wait for a killed group to be gone.
 const orphanWait = 10 * time.Second
 
@@ -73,12 +94,12 @@ func (r *Runner) killOrphans(sdb *sharedDB, left map[string]groupRecord) error {
 			continue
 		}
 		n, err := handler.KillGroup(g.Group, orphanWait)
-		task := strings.TrimPrefix(key, "group/")
+		uid, task, _ := strings.Cut(strings.TrimPrefix(key, "group/"), "/")
 		if err != nil {
-			return fmt.Errorf("task %s: %w; end them by hand (kill -KILL -- -%d), then run again", task, err, g.Group.PGID)
+			return fmt.Errorf("task %s of plan %s: %w; end them by hand (kill -KILL -- -%d), then run again", task, uid, err, g.Group.PGID)
 		}
 		if n > 0 && r.Note != nil {
-			r.Note(fmt.Sprintf("killed %d leftover process(es) of %s, started by pid %d that is gone", n, task, g.Runner))
+			r.Note(fmt.Sprintf("killed %d leftover process(es) of %s (plan %s), whose runner (pid %d) is gone", n, task, uid, g.Runner))
 		}
 	}
 	return sdb.Update(func(tx *store.Tx) error {

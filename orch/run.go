@@ -143,9 +143,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
 		return nil, nil, err
 	}
-	handler.SweepTemp("")
-	if r.Shell != nil && r.Shell.TempDir != "" {
-		handler.SweepTemp(r.Shell.TempDir)
+	if err := r.sweep(); err != nil {
+		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
+		return nil, nil, err
 	}
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
@@ -238,17 +238,30 @@ type runnerRecord struct {
 // claim records this process as the plan's runner, refusing when another
 // live process already is.
 func claim(tx *store.Tx, uid string, now time.Time) error {
-	if raw, err := tx.Get(store.Plans, runnerKey(uid)); err == nil {
-		var rr runnerRecord
-		if json.Unmarshal(raw, &rr) == nil && rr.PID != os.Getpid() && alive(rr.PID) {
-			return fmt.Errorf("%w: plan %s is being run by pid %d since %s; stop it with solar orch stop %s", ErrRunning, uid, rr.PID, rr.Started.Format(time.RFC3339), uid)
-		}
+	if rr, ok := liveRunner(tx, uid); ok && rr.PID != os.Getpid() {
+		return rr.busy(uid)
 	}
 	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Started: now.UTC()})
 	if err != nil {
 		return err
 	}
 	return tx.Put(store.Plans, runnerKey(uid), raw)
+}
+
+// busy is the error of a change refused because rr runs plan uid.
+func (rr runnerRecord) busy(uid string) error {
+	return fmt.Errorf("%w: plan %s is being run by pid %d since %s; wait for it to finish, or stop it with solar orch stop %s",
+		ErrRunning, uid, rr.PID, rr.Started.Local().Format(time.DateTime), uid)
+}
+
+// liveRunner returns the record of the live process running plan uid.
+func liveRunner(tx *store.Tx, uid string) (runnerRecord, bool) {
+	var rr runnerRecord
+	raw, err := tx.Get(store.Plans, runnerKey(uid))
+	if err != nil || json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
+		return runnerRecord{}, false
+	}
+	return rr, true
 }
 
 // alive reports whether pid is a running (not zombie) process.
@@ -270,15 +283,8 @@ func alive(pid int) bool {
 
 // Running reports the pid of the live process running plan uid, if any.
 func Running(tx *store.Tx, uid string) (int, bool) {
-	raw, err := tx.Get(store.Plans, runnerKey(uid))
-	if err != nil {
-		return 0, false
-	}
-	var rr runnerRecord
-	if json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
-		return 0, false
-	}
-	return rr.PID, true
+	rr, ok := liveRunner(tx, uid)
+	return rr.PID, ok
 }
 
 // RequestStop asks the runner of plan uid to stop softly.

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -160,15 +161,36 @@ func tempParents() []string {
 	return out
 }
 
-// SweepTemp removes the attempt directories that executors which are no
-// longer running left in dir ("" means every place Local would make
-// one). It returns how many it removed.
-func SweepTemp(dir string) int {
+// groupFile, in an attempt's private directory, records the attempt's
+// process group as soon as it runs. A plain write is enough: it must
+// outlive the executor's process, not the machine (no group outlives a
+// reboot), so no fsync is needed and the record costs next to nothing.
+const groupFile = "group.json"
+
+// groupNote is the content of groupFile.
+type groupNote struct {
+	Task  string `json:"task"`
+	Group Group  `json:"group"`
+}
+
+// Swept is an attempt of a dead executor that SweepTemp cleaned up after.
+type Swept struct {
+	Task   string // the attempt's task, "keystone.run#0"
+	Killed int    // processes of its group that were still running
+}
+
+// SweepTemp cleans up after executors that are no longer running, in dir
+// ("" means every place Local would make an attempt's directory): it
+// kills what is left of each of their attempts' process groups, waiting
+// for it to be gone, then removes the attempt's directory, which holds
+// secrets. A group that will not die is an error (ErrSurvivor); its
+// directory stays, so the next sweep tries again.
+func SweepTemp(dir string) ([]Swept, error) {
 	parents := []string{dir}
 	if dir == "" {
 		parents = tempParents()
 	}
-	removed := 0
+	var out []Swept
 	seen := map[string]bool{}
 	for _, parent := range parents {
 		if seen[parent] {
@@ -188,13 +210,25 @@ func SweepTemp(dir string) int {
 			if !ok || tag == selfTag() || executorAlive(tag) {
 				continue
 			}
-			if os.RemoveAll(filepath.Join(parent, name)) == nil {
-				removed++
+			path := filepath.Join(parent, name)
+			var note groupNote
+			if raw, err := os.ReadFile(filepath.Join(path, groupFile)); err == nil && json.Unmarshal(raw, &note) == nil {
+				n, err := KillGroup(note.Group, survivorWait)
+				if err != nil {
+					return out, fmt.Errorf("task %s: %w", note.Task, err)
+				}
+				if n > 0 {
+					out = append(out, Swept{Task: note.Task, Killed: n})
+				}
 			}
+			_ = os.RemoveAll(path)
 		}
 	}
-	return removed
+	return out, nil
 }
+
+// survivorWait bounds the wait for a killed group to be gone.
+const survivorWait = 10 * time.Second
 
 // executorAlive reports whether the process a "PID.START" tag names still
 // runs. An unreadable tag is treated as alive: only what is surely stale

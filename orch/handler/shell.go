@@ -82,6 +82,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	var stdout, stderr tail
 	ended, hostErr := host.Exec(attempt, Attempt{
+		Task:    req.Task,
 		BaseDir: req.BaseDir,
 		Script:  req.Script,
 		Env:     env,

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ type Host interface {
 
 // Attempt is one run of an action script, as a Host sees it.
 type Attempt struct {
+	Task    string // the plan instance, "keystone.run#0", for records
 	BaseDir string // the base's directory on the controller
 	Script  string // relative to BaseDir
 	// Env holds the protocol's variables ("KEY=value"): SOLAR_RESOURCE and
@@ -135,8 +137,12 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
+	g := groupOf(cmd.Process.Pid)
+	if note, err := json.Marshal(groupNote{Task: a.Task, Group: g}); err == nil {
+		_ = writeNew(filepath.Join(dir, groupFile), note)
+	}
 	if a.Started != nil {
-		a.Started(groupOf(cmd.Process.Pid))
+		a.Started(g)
 	}
 	ended, err := waitOrStop(ctx, p, a.Grace)
 	if err != nil {

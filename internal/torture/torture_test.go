@@ -1,0 +1,277 @@
+// Package torture kills solar runners with SIGKILL at random moments and
+// checks the crash promises (SPEC section 7) after every kill and at the
+// end. It is slow and random, so it runs only when asked:
+//
+//	SOLAR_TORTURE=200 go test ./internal/torture -v   # 200 rounds
+//
+// Each round builds a fresh store with a layered plan of shell tasks that
+// start children and hold a per-resource lock, then alternates run-once or
+// resume with kill -9 after a random delay until a run finishes. Checked:
+//   - no two attempts of one resource ever overlap, crash or not: every
+//     script takes an exclusive flock on its resource's lock file that its
+//     children inherit, and logs OVERLAP if it finds the lock taken (a
+//     survivor of a killed runner still holds it);
+//   - after the last run, every task is SUCCESS, nothing is staged, and the
+//     history has one entry per task;
+//   - no attempt directory (inputs, secrets) is left in TMPDIR, and no
+//     process of the round still runs;
+//   - no command panics or reports an internal error.
+package torture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	layers   = 4
+	perLayer = 6
+)
+
+func TestTorture(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("SOLAR_TORTURE"))
+	if rounds <= 0 {
+		t.Skip("set SOLAR_TORTURE=N to run N rounds of kill -9 torture")
+	}
+	root := t.TempDir()
+	bin := filepath.Join(root, "solar")
+	build := exec.Command("go", "build", "-o", bin, "github.com/solarops/solar/cmd/solar")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	base := writeBase(t, root)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SOLAR_TORTURE_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d (SOLAR_TORTURE_SEED to repeat)", seed)
+	var total stats
+	for r := range rounds {
+		st := round(t, rng, bin, base, filepath.Join(root, fmt.Sprintf("r%04d", r)))
+		total.kills += st.kills
+		total.runs += st.runs
+		total.killedInTask += st.killedInTask
+		if t.Failed() {
+			t.Fatalf("round %d failed (seed %d)", r, seed)
+		}
+	}
+	t.Logf("%d rounds, %d runs, %d kill -9 (%d while a script ran), %d tasks per round: no violation",
+		rounds, total.runs, total.kills, total.killedInTask, layers*perLayer)
+}
+
+type stats struct{ kills, runs, killedInTask int }
+
+// round runs one plan to the end through random kills.
+func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
+	work := filepath.Join(dir, "work")
+	tmp := filepath.Join(dir, "tmp")
+	for _, d := range []string{work, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "SOLAR_DB="+filepath.Join(dir, "solar.db"), "TMPDIR="+tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s")
+	solar := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		checkOutput(t, args, out.String())
+		return out.String(), err
+	}
+	must := func(args ...string) string {
+		out, err := solar(args...)
+		if err != nil {
+			t.Fatalf("solar %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	var rules []string
+	for l := range layers {
+		for i := range perLayer {
+			name := fmt.Sprintf("l%di%d", l, i)
+			must("resource", "create", name, base, "dir="+work, "secret=torture-secret-"+name,
+				"ms="+strconv.Itoa(rng.IntN(150)))
+			if l > 0 {
+				rules = append(rules, fmt.Sprintf("after l%di%d.run %s.run", l-1, rng.IntN(perLayer), name))
+				rules = append(rules, fmt.Sprintf("after l%di%d.run %s.run", l-1, rng.IntN(perLayer), name))
+			}
+		}
+	}
+	must(append([]string{"events", "add"}, rules...)...)
+	must("ch", "process")
+
+	var st stats
+	verb := "run-once"
+	for attempt := 0; ; attempt++ {
+		if attempt > 60 {
+			t.Fatal("the plan did not finish after 60 runs")
+		}
+		cmd := exec.Command(bin, "orch", verb, "last", "--concurrency", "4")
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		st.runs++
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		// Kill at a random moment in the first second or so; let about one
+		// run in four finish.
+		var err error
+		if rng.IntN(4) == 0 {
+			err = <-done
+		} else {
+			select {
+			case err = <-done:
+			case <-time.After(time.Duration(rng.IntN(1200)) * time.Millisecond):
+				if scriptsRunning(work) {
+					st.killedInTask++
+				}
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				st.kills++
+				checkOutput(t, []string{"orch", verb}, out.String())
+				verb = "resume"
+				checkOverlap(t, work)
+				continue
+			}
+		}
+		checkOutput(t, []string{"orch", verb}, out.String())
+		if err != nil {
+			t.Fatalf("orch %s: %v\n%s", verb, err, out.String())
+		}
+		break
+	}
+	checkOverlap(t, work)
+
+	var report struct {
+		Finished bool           `json:"finished"`
+		Totals   map[string]int `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(must("orch", "report", "last", "--json")), &report); err != nil {
+		t.Fatal(err)
+	}
+	if !report.Finished || report.Totals["SUCCESS"] != layers*perLayer {
+		t.Fatalf("after the last run: finished=%v totals=%v, want every task SUCCESS", report.Finished, report.Totals)
+	}
+	if out := must("ch", "stage"); strings.TrimSpace(out) != "nothing staged" {
+		t.Fatalf("still staged after the plan finished:\n%s", out)
+	}
+	var hist struct {
+		History []json.RawMessage `json:"history"`
+	}
+	if err := json.Unmarshal([]byte(must("ch", "history", "--json")), &hist); err != nil {
+		t.Fatal(err)
+	}
+	if len(hist.History) != layers*perLayer {
+		t.Fatalf("history has %d entries, want one per task (%d)", len(hist.History), layers*perLayer)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "solar-run-*")); len(left) > 0 {
+		t.Fatalf("attempt directories outlived their runs: %v", left)
+	}
+	// Every script of the round is dead: nothing holds a resource lock.
+	locks, _ := filepath.Glob(filepath.Join(work, "*.lock"))
+	for _, l := range locks {
+		if held(l) {
+			t.Fatalf("%s is still held after the plan finished: a script survived", l)
+		}
+	}
+	return st
+}
+
+// checkOutput fails on a panic or an internal error in a command's output.
+func checkOutput(t *testing.T, args []string, out string) {
+	t.Helper()
+	for _, bad := range []string{"panic:", "goroutine ", "internal error", "torture-secret-"} {
+		if strings.Contains(out, bad) {
+			t.Fatalf("solar %s printed %q:\n%s", strings.Join(args, " "), bad, out)
+		}
+	}
+}
+
+// checkOverlap fails if any script found its resource's lock taken.
+func checkOverlap(t *testing.T, work string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(work, "log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("OVERLAP")) {
+		t.Fatalf("two attempts of one resource ran at once:\n%s", raw)
+	}
+}
+
+// scriptsRunning reports whether some script holds its lock now.
+func scriptsRunning(work string) bool {
+	locks, _ := filepath.Glob(filepath.Join(work, "*.lock"))
+	for _, l := range locks {
+		if held(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// held reports whether another process holds an exclusive flock on name.
+func held(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// writeBase writes the round's base: run takes its resource's lock (its
+// children inherit it), sleeps in a child for ms milliseconds, and logs.
+func writeBase(t *testing.T, root string) string {
+	dir := filepath.Join(root, "base")
+	files := map[string]string{
+		"meta.yaml": `handler: shell
+actions:
+  run: run.sh
+inputs:
+  dir: {schema: str!}
+  ms: {schema: int, value: 0}
+  secret: {schema: str!, sensitive: true}
+`,
+		"run.sh": `d=$SOLAR_INPUT_DIR
+exec 9>>"$d/$SOLAR_RESOURCE.lock"
+if ! flock -n 9; then
+	echo "OVERLAP $SOLAR_TASK $$" >>"$d/log"
+	exit 1
+fi
+echo "start $SOLAR_TASK $$" >>"$d/log"
+sleep "$(printf '0.%03d' "$SOLAR_INPUT_MS")" &
+wait
+echo "end $SOLAR_TASK $$" >>"$d/log"
+`,
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
