@@ -151,6 +151,7 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 			}
 		}
 		checkOutput(t, []string{"orch", verb}, out.String())
+		checkOverlap(t, work)
 		if err != nil {
 			t.Fatalf("orch %s: %v\n%s", verb, err, out.String())
 		}

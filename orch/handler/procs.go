@@ -1,6 +1,9 @@
 package handler
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +26,35 @@ type Group struct {
 	Start uint64 `json:"start"`
 	// Boot is the kernel's boot id: after a reboot no group survives.
 	Boot string `json:"boot"`
+	// Token is the attempt's SOLAR_ATTEMPT_ID. Every process of the
+	// attempt inherits it in its environment, so even one that left the
+	// group, or one started before the group could be recorded, is found.
+	Token string `json:"token,omitempty"`
+}
+
+// attemptVar carries Group.Token in a script's environment.
+const attemptVar = "SOLAR_ATTEMPT_ID"
+
+// newToken returns a fresh attempt token.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// environHas reports whether process pid's environment holds kv exactly.
+// Processes of other users are not readable, and not ours.
+func environHas(pid int, kv string) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for v := range bytes.SplitSeq(raw, []byte{0}) {
+		if string(v) == kv {
+			return true
+		}
+	}
+	return false
 }
 
 // procStat is what solar reads from /proc/PID/stat.
@@ -65,20 +97,21 @@ var bootID = sync.OnceValue(func() string {
 	return strings.TrimSpace(string(raw))
 })
 
-// groupOf describes the group led by a process just started.
-func groupOf(pid int) Group {
-	g := Group{PGID: pid, Boot: bootID()}
-	if st, err := readStat(pid); err == nil {
-		g.Start = st.start
-	}
-	return g
+// startTime is a process's start time in clock ticks since boot; 0 when
+// unknown.
+func startTime(pid int) uint64 {
+	st, _ := readStat(pid)
+	return st.start
 }
 
-// members lists the live (not zombie) processes of g.
+// members lists the live (not zombie) processes of g: those in its process
+// group that started no earlier than its leader, and those that carry its
+// token.
 func (g Group) members() ([]int, error) {
-	if g.PGID <= 1 || g.Boot == "" || g.Boot != bootID() {
+	if g.Boot == "" || g.Boot != bootID() || (g.PGID <= 1 && g.Token == "") {
 		return nil, nil // another boot: nothing of it runs
 	}
+	self := os.Getpid()
 	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -94,11 +127,17 @@ func (g Group) members() ([]int, error) {
 		if err != nil {
 			continue
 		}
-		st, err := readStat(pid)
-		if err != nil || st.pgrp != g.PGID || st.state == 'Z' || st.start < g.Start {
+		if pid == self {
 			continue
 		}
-		out = append(out, pid)
+		st, err := readStat(pid)
+		if err != nil || st.state == 'Z' {
+			continue
+		}
+		inGroup := g.PGID > 1 && st.pgrp == g.PGID && st.start >= g.Start
+		if inGroup || (g.Token != "" && environHas(pid, attemptVar+"="+g.Token)) {
+			out = append(out, pid)
+		}
 	}
 	return out, nil
 }

@@ -123,6 +123,14 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	}
 	env = append(env, a.Env...)
 	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath)
+	// The attempt is on record before it starts: should solar die before
+	// it learns the group id, the token still finds every process.
+	g := Group{Boot: bootID(), Token: newToken()}
+	env = append(env, attemptVar+"="+g.Token)
+	notePath := filepath.Join(dir, groupFile)
+	if err := writeNote(notePath, a.Task, g); err != nil {
+		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
+	}
 
 	cmd := exec.Command(interpreter, a.Script)
 	cmd.Dir = a.BaseDir
@@ -137,10 +145,8 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
-	g := groupOf(cmd.Process.Pid)
-	if note, err := json.Marshal(groupNote{Task: a.Task, Group: g}); err == nil {
-		_ = writeNew(filepath.Join(dir, groupFile), note)
-	}
+	g.PGID, g.Start = cmd.Process.Pid, startTime(cmd.Process.Pid)
+	_ = writeNote(notePath, a.Task, g)
 	if a.Started != nil {
 		a.Started(g)
 	}
@@ -187,6 +193,15 @@ func localTempDir(parent string) (string, error) {
 		}
 	}
 	return os.MkdirTemp("", pattern)
+}
+
+// writeNote records an attempt's group in its private directory.
+func writeNote(name, task string, g Group) error {
+	raw, err := json.Marshal(groupNote{Task: task, Group: g})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, raw, 0o600)
 }
 
 // writeNew creates name exclusively, so that it never writes through a
