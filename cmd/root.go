@@ -36,8 +36,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 	if err == nil {
 		return app.ExitOK
 	}
-	var fe *app.FailedError
-	if !errors.As(err, &fe) {
+	var (
+		fe *app.FailedError
+		ne *app.NothingError
+	)
+	if !errors.As(err, &fe) && !errors.As(err, &ne) {
 		fmt.Fprintf(stderr, "%s: %s\n", where(err), oneLine(err.Error()))
 	}
 	return app.ExitCode(err)

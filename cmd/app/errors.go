@@ -20,12 +20,13 @@ const (
 	ExitError   = 1
 	ExitInvalid = 2
 	ExitFailed  = 3
+	ExitNothing = 4
 )
 
 // ExitHelp ends every command's help text.
 const ExitHelp = `
 Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was changed),
-3 a run in which some task ended in ERROR.`
+3 a run in which some task ended in ERROR, 4 nothing to plan (no plan written).`
 
 // UsageError is bad usage of a command: wrong arguments or flags.
 type UsageError struct {
@@ -48,6 +49,13 @@ func Usagef(format string, args ...any) error {
 type FailedError struct{ Msg string }
 
 func (e *FailedError) Error() string { return e.Msg }
+
+// NothingError reports that a command found nothing to do and wrote
+// nothing (exit 4), so that "solar ch process && solar orch run-once last"
+// never runs an older plan; the message has already been printed.
+type NothingError struct{ Msg string }
+
+func (e *NothingError) Error() string { return e.Msg }
 
 // invalid lists the sentinels that mean "the user gave bad input"; every
 // error wrapping one maps to exit 2. Domain packages add theirs here, in
@@ -81,6 +89,8 @@ func ExitCode(err error) int {
 	switch {
 	case errors.As(err, &fe):
 		return ExitFailed
+	case errors.As(err, new(*NothingError)):
+		return ExitNothing
 	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &te), errors.As(err, &ce), errors.As(err, &spe):
 		return ExitInvalid
 	}

@@ -41,7 +41,8 @@ unfinished plan is refused, naming that plan, unless --supersede, which skips
 the old plan's task for it (reason "superseded").
 
 When nothing is staged for the selection, it says so on stderr, writes no plan
-and exits 0.` + "\n" + app.ExitHelp,
+and exits 4, so that "solar ch process && solar orch run-once last" never runs
+an older plan.` + "\n" + app.ExitHelp,
 		Example: `  solar ch process
   solar ch process -t env=demo
   solar ch process -t 'env=demo & role=db' -t 'role=lb'
@@ -92,8 +93,9 @@ func processRun(opts *ProcessOptions) error {
 		if len(opts.Tags) > 0 {
 			sel = " for -t " + strings.Join(opts.Tags, " -t ")
 		}
-		fmt.Fprintf(w, "nothing staged%s; no plan written\n", sel)
-		return nil
+		msg := fmt.Sprintf("nothing staged%s; no plan written", sel)
+		fmt.Fprintln(w, msg)
+		return &app.NothingError{Msg: msg}
 	}
 	for _, uid := range superseded {
 		fmt.Fprintf(w, "superseded entries of plan %s\n", uid)
