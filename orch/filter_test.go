@@ -99,3 +99,38 @@ func TestFilterUnknownTask(t *testing.T) {
 		})
 	}
 }
+
+// The original Solar's rule: a task is kept by --start only when all its
+// predecessors are kept (or it is a start). With after a c and after b c,
+// --start a keeps a only: c must not run after b was filtered out.
+func TestFilterStartNeedsEveryPredecessor(t *testing.T) {
+	node := func(id string) planner.Node { return planner.Node{ID: id + ".run#0", Resource: id, Action: "run"} }
+	edge := func(from, to string) planner.Edge {
+		return planner.Edge{From: from + ".run#0", To: to + ".run#0", Kind: planner.EdgeAfter}
+	}
+	p := &planner.Plan{
+		Nodes: []planner.Node{node("a"), node("b"), node("c"), node("d")},
+		Edges: []planner.Edge{edge("a", "c"), edge("b", "c"), edge("a", "d")},
+	}
+	for _, tt := range []struct {
+		starts []string
+		want   string
+	}{
+		{[]string{"a.run"}, "a.run#0 d.run#0"},
+		{[]string{"a.run", "b.run"}, "a.run#0 b.run#0 c.run#0 d.run#0"},
+		{[]string{"c.run"}, "c.run#0"},
+	} {
+		keep, err := Filter(p, tt.starts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for id := range keep {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("--start %v keeps %v, want %s", tt.starts, got, tt.want)
+		}
+	}
+}

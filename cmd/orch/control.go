@@ -104,9 +104,12 @@ func NewCmdFilter(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "filter [UID|last] --start TASK... --end TASK...",
 		Short: "Keep only part of a plan; the rest is SKIPPED \"filtered\"",
-		Long: `Keep the pending tasks reachable from the --start tasks and leading to the --end
-tasks (either may be omitted); every other pending task becomes SKIPPED
-"filtered". Tasks are named by id (mariadb.run#0) or action (mariadb.run).
+		Long: `Keep part of the plan; every other pending task becomes SKIPPED "filtered".
+With --end, a task is kept only if it leads to an end task (or is one). With
+--start, a task is kept only if it is a start task, or all its predecessors are
+kept: a task never runs after a predecessor that was filtered out (with
+"after a.run c.run" and "after b.run c.run", --start a.run leaves c.run out).
+Tasks are named by id (mariadb.run#0) or action (mariadb.run).
 On a plan that is running, the run skips them too; a task it has already
 started cannot be filtered out (the command fails and changes nothing).` + "\n" + app.ExitHelp,
 		Example: `  solar orch filter last --start keystone.run --end haproxy.run#1
