@@ -666,6 +666,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	n := info.node
 	cat := resources.NewCatalog(tx)
 	stg := staging.New(cat, ex.r.Now)
+	stg.Plan = ex.rec.UID
 	ex.mu.Lock()
 	outs, ran := ex.outputs[id], ex.ran[id]
 	ex.mu.Unlock()

@@ -95,7 +95,7 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 			old, oldConns = before.Inputs, before.Connections
 		}
 		h.Diff = diff(r, old, ran, oldConns, conns)
-		snap := Snapshot{Own: ownValues(r, conns, ran), Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt}
+		snap := Snapshot{Own: ownValues(r, conns, ran), Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt, Plan: plan}
 		raw, err := json.Marshal(snap)
 		if err != nil {
 			return nil, fmt.Errorf("encode committed state of %s: %w", e.Resource, err)

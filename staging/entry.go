@@ -69,6 +69,10 @@ type Entry struct {
 	// staged when the diff goes back to empty, until it is committed or
 	// discarded.
 	Explicit bool `json:"explicit,omitempty"`
+	// Plan is the plan whose run staged or last changed the entry (a
+	// pending refresh, outputs that reached the resource); "" when a
+	// command did.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Custom reports whether the entry is for an action other than run, update

@@ -22,6 +22,9 @@ type Snapshot struct {
 	Inputs      map[string]any         `json:"inputs"`
 	Connections []resources.Connection `json:"connections"`
 	CommittedAt time.Time              `json:"committed_at"`
+	// Plan is the plan whose run committed this state; "" before plans
+	// recorded it.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Committed returns the resource's committed snapshot, or nil if it was
@@ -47,6 +50,11 @@ func Committed(tx *store.Tx, resource string) (*Snapshot, error) {
 // before each exported method returns, so between calls the log read
 // through the transaction (List, Select, Get) is up to date.
 type Stager struct {
+	// Plan is the plan whose run makes the changes (the runner sets it):
+	// the entries it stages carry it, so that they do not make the plan
+	// stale (orch.Stale).
+	Plan string
+
 	cat     *resources.Catalog
 	tx      *store.Tx
 	now     func() time.Time
@@ -198,7 +206,7 @@ func (s *Stager) stage(resource, action, cause string, ts tags.Set, d []Change, 
 		}
 		e = &Entry{Key: key, Resource: resource, Action: action, Seq: seq}
 	}
-	e.Cause, e.StagedAt, e.Diff = cause, s.now().UTC(), d
+	e.Cause, e.StagedAt, e.Diff, e.Plan = cause, s.now().UTC(), d, s.Plan
 	if ts != nil {
 		e.Tags = ts.Clone()
 		e.AffectedBy = nil

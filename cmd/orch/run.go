@@ -196,7 +196,14 @@ func runRun(opts *RunOptions) error {
 		if orch.Done(states) {
 			return errFinished
 		}
-		return nil
+		// What would run must still be what was reviewed.
+		var todo []string
+		for id, st := range states {
+			if !st.Status.Finished() || orch.Stopped(st) {
+				todo = append(todo, id)
+			}
+		}
+		return orch.RefuseStale(tx, rec, todo)
 	})
 	if errors.Is(err, errFinished) {
 		// Not an error: the plan is in the state the user asked for.

@@ -1,0 +1,91 @@
+package orch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
+)
+
+// ErrStale means a plan would run tasks on resources that changed since it
+// was made: what the operator reviewed is no longer what would run.
+var ErrStale = errors.New("plan is stale")
+
+// StaleTask is a task of a plan that must not run any more, and why.
+type StaleTask struct {
+	ID  string
+	Why string
+}
+
+// Stale returns the tasks among ids of plan rec whose resource was
+// committed by a later plan, or has a change staged after the plan was
+// made. Entries that the plan's own run left (pending refreshes, outputs
+// that reached a resource) do not count, nor do the plan's own entries
+// still staged after a failure: retry must keep working.
+func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
+	byID := make(map[string]string, len(rec.Plan.Nodes))
+	for _, n := range rec.Plan.Nodes {
+		byID[n.ID] = n.Resource
+	}
+	why := map[string]string{} // resource -> reason, "" when fresh
+	var out []StaleTask
+	for _, id := range ids {
+		res := byID[id]
+		reason, seen := why[res]
+		if !seen {
+			var err error
+			if reason, err = staleResource(tx, rec, res); err != nil {
+				return nil, err
+			}
+			why[res] = reason
+		}
+		if reason != "" {
+			out = append(out, StaleTask{ID: id, Why: reason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// staleResource says why resource res makes plan rec stale, or "".
+func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
+	var snap struct {
+		Plan string `json:"plan"`
+	}
+	if raw, err := tx.Get(store.Committed, res); err == nil {
+		if json.Unmarshal(raw, &snap) == nil && snap.Plan > rec.UID {
+			return fmt.Sprintf("%s was committed by the later plan %s", res, snap.Plan), nil
+		}
+	}
+	ents, err := staging.ForResource(tx, res)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if e.Plan == rec.UID || !e.StagedAt.After(rec.CreatedAt) {
+			continue
+		}
+		return fmt.Sprintf("%s has a change staged after the plan (%s, %s)", res, e.Key, e.StagedAt.Local().Format(time.DateTime)), nil
+	}
+	return "", nil
+}
+
+// RefuseStale fails with ErrStale, naming each stale task among ids and
+// why, when plan rec is stale for any of them.
+func RefuseStale(tx *store.Tx, rec *Record, ids []string) error {
+	stale, err := Stale(tx, rec, ids)
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	parts := make([]string, len(stale))
+	for i, s := range stale {
+		parts[i] = s.ID + " (" + s.Why + ")"
+	}
+	return fmt.Errorf("%w: plan %s would run %s; nothing was run: process the staged changes into a new plan instead (solar ch process)",
+		ErrStale, rec.UID, strings.Join(parts, ", "))
+}
