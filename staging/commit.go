@@ -328,6 +328,9 @@ func (s *Stager) discardOne(e *Entry) error {
 		s.drop(e.Key)
 		return nil
 	default:
+		if snap, err = s.forgetGone(e.Resource, snap); err != nil {
+			return err
+		}
 		if err := s.restore(e.Resource, snap); err != nil {
 			return err
 		}
@@ -340,6 +343,48 @@ func (s *Stager) discardOne(e *Entry) error {
 		_, err = s.touch(why, []string{e.Resource})
 		return err
 	}
+}
+
+// forgetGone rewrites the committed snapshot of a resource whose
+// committed connections come from emitters that no longer exist: such a
+// connection cannot be put back, so discarding a change would otherwise
+// never end. The inputs it fed alone keep their committed values as the
+// resource's own, so what the resource is stays what was committed.
+func (s *Stager) forgetGone(name string, snap *Snapshot) (*Snapshot, error) {
+	var kept []resources.Connection
+	frozen := map[string]bool{}
+	fedByLive := map[string]bool{}
+	for _, c := range snap.Connections {
+		if s.cat.Exists(c.Emitter) {
+			kept = append(kept, c)
+			for _, m := range c.Mappings {
+				fedByLive[m.To] = true
+			}
+			continue
+		}
+		for _, m := range c.Mappings {
+			frozen[m.To] = true
+		}
+	}
+	if len(frozen) == 0 {
+		return snap, nil
+	}
+	cp := *snap
+	cp.Connections = kept
+	cp.Own = make(map[string]any, len(snap.Own))
+	for k, v := range snap.Own {
+		cp.Own[k] = v
+	}
+	for to := range frozen {
+		if !fedByLive[to] {
+			cp.Own[to] = snap.Inputs[to]
+		}
+	}
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return nil, fmt.Errorf("encode committed state of %s: %w", name, err)
+	}
+	return &cp, s.tx.Put(store.Committed, name, raw)
 }
 
 // restore puts a resource's own values and incoming connections back to a

@@ -87,7 +87,11 @@ func discardRun(opts *DiscardOptions) error {
 	}
 	for _, e := range ents {
 		if cur, ok := kept[e.Key]; ok {
-			fmt.Fprintf(opts.App.IO.Out, "kept %s: it follows the staged change of %s\n", e.Key, strings.Join(cur.AffectedBy, ", "))
+			if len(cur.AffectedBy) > 0 {
+				fmt.Fprintf(opts.App.IO.Out, "kept %s: it follows the staged change of %s\n", e.Key, strings.Join(cur.AffectedBy, ", "))
+			} else {
+				fmt.Fprintf(opts.App.IO.Out, "kept %s: staged again (%s)\n", e.Key, cur.Cause)
+			}
 			continue
 		}
 		fmt.Fprintf(opts.App.IO.Out, "discarded %s\n", e.Key)
