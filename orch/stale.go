@@ -24,7 +24,8 @@ type StaleTask struct {
 
 // Stale returns the tasks among ids of plan rec whose resource was
 // committed by a later plan, or has a change staged after the plan was
-// made. Entries that the plan's own run left (pending refreshes, outputs
+// made (new values, or a removal; an action staged by hand changes no
+// value and does not count). Entries that the plan's own run left (pending refreshes, outputs
 // that reached a resource) do not count, nor do the plan's own entries
 // still staged after a failure: retry must keep working.
 func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
@@ -69,6 +70,9 @@ func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
 	for _, e := range ents {
 		if e.Plan == rec.UID || !e.StagedAt.After(rec.CreatedAt) {
 			continue
+		}
+		if len(e.Diff) == 0 && e.Action != staging.ActionRemove {
+			continue // an action staged by hand changes no value
 		}
 		return fmt.Sprintf("%s has a change staged after the plan (%s, %s)", res, e.Key, e.StagedAt.Local().Format(time.DateTime)), nil
 	}
