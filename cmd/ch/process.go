@@ -3,12 +3,15 @@ package ch
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/tags"
 )
@@ -108,9 +111,65 @@ func processRun(opts *ProcessOptions) error {
 	}
 	fmt.Fprintf(w, "plan %s: %s (%d staged, %d triggered by rules), %s\n",
 		rec.UID, app.Count(len(rec.Plan.Nodes), "task"), staged, len(rec.Plan.Nodes)-staged, app.Count(len(rec.Plan.Edges), "edge"))
+	for _, line := range summary(rec.Plan.Nodes) {
+		fmt.Fprintln(w, "  "+line)
+	}
 	for _, warn := range rec.Plan.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	_, err = fmt.Fprintln(opts.App.IO.Out, rec.UID)
 	return err
+}
+
+// summary counts a plan's tasks by kind, as a reviewer reads a plan: what
+// was staged, what rules added (which runs only if its event happens), and
+// the second instances that resolved cycles.
+func summary(nodes []planner.Node) []string {
+	staged, triggered := map[string]int{}, map[string]int{}
+	var again []string
+	for _, n := range nodes {
+		switch {
+		case n.Instance > 0:
+			again = append(again, n.ID)
+		case n.Staged:
+			staged[n.Action]++
+		default:
+			triggered[n.Action]++
+		}
+	}
+	var out []string
+	if line := byKind(staged); line != "" {
+		out = append(out, "staged:             "+line)
+	}
+	if line := byKind(triggered); line != "" {
+		out = append(out, "triggered by rules: "+line+" (each runs only if its event happens)")
+	}
+	if len(again) > 0 {
+		sort.Strings(again)
+		out = append(out, "cycles resolved:    "+app.Count(len(again), "second instance")+" ("+strings.Join(again, ", ")+")")
+	}
+	return out
+}
+
+// byKind renders counts as "2 run, 1 update, 1 remove, 3 other (restart,
+// backup)": the lifecycle actions first, the others together.
+func byKind(counts map[string]int) string {
+	var parts []string
+	for _, a := range []string{staging.ActionRun, staging.ActionUpdate, staging.ActionRemove} {
+		if counts[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
+		}
+	}
+	other, names := 0, []string(nil)
+	for a, n := range counts {
+		if a != staging.ActionRun && a != staging.ActionUpdate && a != staging.ActionRemove {
+			other += n
+			names = append(names, a)
+		}
+	}
+	if other > 0 {
+		sort.Strings(names)
+		parts = append(parts, fmt.Sprintf("%d other (%s)", other, strings.Join(names, ", ")))
+	}
+	return strings.Join(parts, ", ")
 }

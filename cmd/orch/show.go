@@ -23,8 +23,12 @@ func NewCmdShow(a *app.App, runF func(*ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{App: a}
 	c := &cobra.Command{
 		Use:   "show [UID|last]",
-		Short: "Show a plan: tasks, why each is there, weights, edges",
-		Long:  "Show each task of the plan with its status, critical-path weight and reason (staged entry, or the rules that trigger it), and every edge.\n" + app.ExitHelp,
+		Short: "Show a plan: tasks, why each is there, what each changes, edges",
+		Long: `Show each task of the plan, in the order of orch report, with its status,
+critical-path weight and reason (its staged entry, or the rules that trigger
+it); then what each staged task changes (its entry's + ~ - lines, secrets
+masked; "committed" once the task ran); then every edge. --json carries the
+values before and after per input, masked.` + "\n" + app.ExitHelp,
 		Example: `  solar orch show last
   solar orch show last --json | jq '.tasks[] | select(.staged)'`,
 		Args: cobra.MaximumNArgs(1),
@@ -50,6 +54,9 @@ type taskView struct {
 	StagedKey   string   `json:"staged_key"`
 	TriggeredBy []string `json:"triggered_by"`
 	Weight      int      `json:"weight"`
+	// DiffSource is "committed", "staged" or "" (see orch.TaskDiff).
+	DiffSource string           `json:"diff_source"`
+	Diff       []app.ChangeView `json:"diff"`
 }
 
 type edgeView struct {
@@ -75,6 +82,13 @@ func showRun(opts *ShowOptions) error {
 	if err != nil {
 		return err
 	}
+	var diffs map[string]orch.TaskDiff
+	if err := opts.App.View(func(tx *store.Tx) error {
+		diffs, err = orch.Diffs(tx, rec)
+		return err
+	}); err != nil {
+		return err
+	}
 	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
 		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings}
 	if v.Selection == nil {
@@ -88,8 +102,10 @@ func showRun(opts *ShowOptions) error {
 		if tb == nil {
 			tb = []string{}
 		}
+		d := diffs[n.ID]
 		v.Tasks = append(v.Tasks, taskView{ID: n.ID, Resource: n.Resource, Action: n.Action, Instance: n.Instance,
-			Status: string(states[n.ID].Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight})
+			Status: string(states[n.ID].Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight,
+			DiffSource: d.Source, Diff: app.DiffView(d.Diff)})
 	}
 	for _, e := range rec.Plan.Edges {
 		v.Edges = append(v.Edges, edgeView{From: e.From, To: e.To, Kind: e.Kind, Event: string(e.Event), Rule: e.Rule})
@@ -111,6 +127,29 @@ func showRun(opts *ShowOptions) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	// What each staged task changes, in the same order; a reviewer reads
+	// this as Terraform's plan output.
+	changed := false
+	for _, t := range v.Tasks {
+		if len(t.Diff) == 0 {
+			continue
+		}
+		if !changed {
+			fmt.Fprintln(w, "changes:")
+			changed = true
+		}
+		note := ""
+		if t.DiffSource == "committed" {
+			note = " (committed)"
+		}
+		fmt.Fprintf(w, "  %s%s\n", t.ID, note)
+		for _, c := range t.Diff {
+			fmt.Fprintf(w, "    %s\n", c.Text)
+		}
+	}
+	if changed {
+		fmt.Fprintln(w)
+	}
 	erows := make([][]string, 0, len(v.Edges))
 	for _, e := range v.Edges {
 		label := e.Event

@@ -1,0 +1,31 @@
+package app
+
+import "github.com/solarops/solar/staging"
+
+// ChangeView is one line of a diff as commands print it in JSON: the
+// values before and after, masked when sensitive, and the text form.
+type ChangeView struct {
+	Op         string `json:"op"`
+	Key        string `json:"key"`
+	Connection bool   `json:"connection"`
+	Old        any    `json:"old"`
+	New        any    `json:"new"`
+	Text       string `json:"text"`
+}
+
+// DiffView renders a diff for JSON; never nil.
+func DiffView(d []staging.Change) []ChangeView {
+	out := make([]ChangeView, 0, len(d))
+	for _, c := range d {
+		out = append(out, ChangeView{Op: c.Op, Key: c.Key, Connection: c.Connection,
+			Old: masked(c, c.Old), New: masked(c, c.New), Text: staging.FormatChange(c)})
+	}
+	return out
+}
+
+func masked(c staging.Change, v any) any {
+	if c.Sensitive && v != nil {
+		return Mask
+	}
+	return v
+}
