@@ -246,9 +246,12 @@ type Base struct {
 	Version string            `json:"version,omitempty"`
 	Node    bool              `json:"node,omitempty"`
 	Actions map[string]string `json:"actions"`
-	Inputs  []InputDef        `json:"inputs"`
-	Meta    Meta              `json:"meta"`
-	Tags    []string          `json:"tags,omitempty"`
+	// Check lists the actions whose scripts honour SOLAR_CHECK=1: they
+	// change nothing and report whether they would (solar orch check).
+	Check  []string   `json:"check,omitempty"`
+	Inputs []InputDef `json:"inputs"`
+	Meta   Meta       `json:"meta"`
+	Tags   []string   `json:"tags,omitempty"`
 }
 
 // Input returns the definition of the named input.
@@ -270,6 +273,9 @@ func (b *Base) InputNames() []string {
 	return out
 }
 
+// Checks reports whether the base's script for action supports check mode.
+func (b *Base) Checks(action string) bool { return slices.Contains(b.Check, action) }
+
 // ActionNames lists the actions sorted by name.
 func (b *Base) ActionNames() []string {
 	out := make([]string, 0, len(b.Actions))
@@ -285,6 +291,7 @@ type metaFile struct {
 	Version string            `yaml:"version"`
 	Node    bool              `yaml:"node"`
 	Actions map[string]string `yaml:"actions"`
+	Check   []string          `yaml:"check"`
 	Inputs  yaml.Node         `yaml:"inputs"`
 	Meta    struct {
 		Retry   *int     `yaml:"retry"`
@@ -358,6 +365,15 @@ func LoadBase(dir string) (*Base, error) {
 			}
 		}
 	}
+	for _, name := range mf.Check {
+		if _, ok := b.Actions[name]; !ok {
+			return nil, fmt.Errorf("%w: %s: check lists %q, which is not an action of the base", ErrBase, shown, name)
+		}
+		if !slices.Contains(b.Check, name) {
+			b.Check = append(b.Check, name)
+		}
+	}
+	sort.Strings(b.Check)
 	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
 		return nil, err
 	}
