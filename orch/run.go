@@ -70,6 +70,7 @@ type taskInfo struct {
 	node      planner.Node
 	handler   handler.Handler
 	noop      bool
+	checks    bool // the script supports check mode
 	baseDir   string
 	script    string
 	retry     int
@@ -166,25 +167,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		r.Started(rec)
 	}
 
-	tasks := make([]Task, 0, len(rec.Plan.Nodes))
-	in := map[string][]InEdge{}
-	for _, e := range rec.Plan.Edges {
-		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
-	}
-	for _, n := range rec.Plan.Nodes {
-		info := infos[n.ID]
-		// Two actions of one resource never overlap: a resource is one
-		// thing on one machine, and its scripts assume they run alone.
-		sema := []string{"resource/" + n.Resource + ":1"}
-		if info.problem == "" {
-			sema = append(sema, info.semaList...)
-		}
-		var earlier []string
-		for i := 0; i < n.Instance; i++ {
-			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
-		}
-		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier})
-	}
+	tasks := walkTasks(rec, infos)
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Begin: ex.begin, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
@@ -214,6 +197,30 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		return rec, states, walkErr
 	}
 	return rec, states, err
+}
+
+// walkTasks turns a plan's nodes into the walker's tasks.
+func walkTasks(rec *Record, infos map[string]*taskInfo) []Task {
+	tasks := make([]Task, 0, len(rec.Plan.Nodes))
+	in := map[string][]InEdge{}
+	for _, e := range rec.Plan.Edges {
+		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+	}
+	for _, n := range rec.Plan.Nodes {
+		info := infos[n.ID]
+		// Two actions of one resource never overlap: a resource is one
+		// thing on one machine, and its scripts assume they run alone.
+		sema := []string{"resource/" + n.Resource + ":1"}
+		if info.problem == "" {
+			sema = append(sema, info.semaList...)
+		}
+		var earlier []string
+		for i := 0; i < n.Instance; i++ {
+			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
+		}
+		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier})
+	}
+	return tasks
 }
 
 // Done reports whether a plan has nothing left to do: every task finished,
@@ -336,6 +343,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			continue
 		}
 		info.handler, info.noop = h, res.Base.Handler == "noop"
+		info.checks = res.Base.Checks(n.Action)
 		info.baseDir, info.script = res.Base.Dir, script
 		m := res.EffectiveMeta()
 		if m.Retry != nil {

@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time.\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status.\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -51,6 +51,8 @@ type reportTask struct {
 	Reason     string  `json:"reason"`
 	Start      string  `json:"start"`
 	End        string  `json:"end"`
+	// Predicted is what the last orch check predicted; "" if none.
+	Predicted string `json:"predicted"`
 }
 
 type reportView struct {
@@ -77,9 +79,11 @@ func reportRun(opts *ReportOptions) error {
 		return err
 	}
 	v := reportView{FormatVersion: app.FormatVersion, UID: rec.UID, Finished: true, Totals: map[string]int{}, Tasks: []reportTask{}}
+	var preds map[string]orch.Prediction
 	if err := opts.App.View(func(tx *store.Tx) error {
 		v.RunnerPID, v.Running = orch.Running(tx, rec.UID)
-		return nil
+		preds, err = orch.Predictions(tx, rec.UID)
+		return err
 	}); err != nil {
 		return err
 	}
@@ -89,7 +93,8 @@ func reportRun(opts *ReportOptions) error {
 	var first, last time.Time
 	for _, n := range rec.Plan.Nodes {
 		st := states[n.ID]
-		t := reportTask{ID: n.ID, Status: string(st.Status), Attempts: st.Attempts, Changed: st.Changed, Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End)}
+		t := reportTask{ID: n.ID, Status: string(st.Status), Attempts: st.Attempts, Changed: st.Changed, Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End),
+			Predicted: preds[n.ID].What}
 		if !st.Start.IsZero() && !st.End.IsZero() {
 			t.DurationMS = float64(st.End.Sub(st.Start).Microseconds()) / 1000
 		}
@@ -129,9 +134,18 @@ func reportRun(opts *ReportOptions) error {
 		if t.Attempts > 0 {
 			att = fmt.Sprint(t.Attempts)
 		}
-		rows = append(rows, []string{t.ID, t.Status, dur, att, note})
+		row := []string{t.ID, t.Status, dur, att, note}
+		if len(preds) > 0 {
+			row = []string{t.ID, t.Predicted, t.Status, dur, att, note}
+		}
+		rows = append(rows, row)
 	}
-	if err := app.Table(w, []string{"task", "status", "duration", "attempts", "error or reason"}, rows); err != nil {
+	header := []string{"task", "status", "duration", "attempts", "error or reason"}
+	if len(preds) > 0 {
+		// The last orch check's prediction beside what happened.
+		header = []string{"task", "predicted", "status", "duration", "attempts", "error or reason"}
+	}
+	if err := app.Table(w, header, rows); err != nil {
 		return err
 	}
 	var parts []string

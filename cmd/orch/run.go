@@ -217,13 +217,30 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
+	ctx, stop, release := interrupts(pr)
+	defer release()
+	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }, Note: pr.note}
+	rec, states, err := r.Run(ctx, stop)
+	pr.end()
+	if err != nil {
+		return err
+	}
+	pr.summary(rec, states)
+	if n := count(states, orch.StatusError); n > 0 {
+		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
+	}
+	return nil
+}
+
+// interrupts turns Ctrl-C and SIGTERM into the run's stop (the first) and
+// cancellation (Ctrl-C again). release undoes it.
+func interrupts(pr *progress) (ctx context.Context, stop <-chan struct{}, release func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := make(chan struct{})
+	stopCh := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
 	go func() {
 		stopping := false
 		for sig := range sigs {
@@ -243,21 +260,13 @@ func runRun(opts *RunOptions) error {
 				return
 			}
 			stopping = true
-			close(stop)
+			close(stopCh)
 		}
 	}()
-	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }, Note: pr.note}
-	rec, states, err := r.Run(ctx, stop)
-	pr.end()
-	if err != nil {
-		return err
+	return ctx, stopCh, func() {
+		signal.Stop(sigs)
+		cancel()
 	}
-	pr.summary(rec, states)
-	if n := count(states, orch.StatusError); n > 0 {
-		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
-	}
-	return nil
 }
 
 func count(states map[string]orch.State, s orch.Status) int {

@@ -10,6 +10,9 @@ import (
 	"unicode"
 )
 
+// checkVar is set to 1 for an attempt in check mode.
+const checkVar = "SOLAR_CHECK"
+
 // inputPrefix starts the name of every input's environment variable.
 const inputPrefix = "SOLAR_INPUT_"
 
@@ -102,6 +105,9 @@ func scriptEnv(req Request) ([]string, error) {
 		"SOLAR_TASK="+req.Task,
 		"SOLAR_LOCATION="+req.Location,
 	)
+	if req.Check {
+		env = append(env, checkVar+"=1")
+	}
 	var owner map[string]string // variable -> input, only for unusual names
 	var b []byte
 	vars := make([]string, 0, len(req.Inputs))

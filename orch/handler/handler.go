@@ -24,6 +24,9 @@ type Request struct {
 	// Started, if set, is told the attempt's process group when it runs on
 	// this machine (see Attempt.Started).
 	Started func(Group)
+	// Check runs the script in check mode (SOLAR_CHECK=1): it must change
+	// nothing and report whether it would.
+	Check bool
 }
 
 // Result is what an attempt reported.
