@@ -51,7 +51,10 @@ run solar orch show "$uid"
 run solar orch dg "$uid" > "$work/plan.dot"
 echo "(the graph in DOT is in \$DEMO/plan.dot, kept with SOLAR_DEMO_KEEP=1; render it with graphviz: dot -Tsvg plan.dot > plan.svg)"
 
-say "4. run it: real scripts write real files under \$DEMO/nodes"
+say "4. dry run: what each task would change, and which rules would fire (nothing is written)"
+run solar orch check last
+
+say "5. run it: real scripts write real files under \$DEMO/nodes"
 run solar orch run-once last
 run solar orch report last
 echo "files written:"
@@ -59,7 +62,7 @@ echo "files written:"
 echo "the rabbitmq cluster, in the order it formed:"
 cat "$SOLAR_DEMO_DIR/rmq.1/actions.log" "$SOLAR_DEMO_DIR/rmq.2/actions.log" "$SOLAR_DEMO_DIR/rmq.3/actions.log" | grep cluster | sed 's/^/  /'
 
-say "5. change one input: keystone listens on 5001"
+say "6. change one input: keystone listens on 5001"
 run solar resource update keystone port=5001
 run solar ch stage -d
 run solar ch process
@@ -67,7 +70,7 @@ run solar orch run-once last
 run solar orch report last
 grep -n 5001 "$SOLAR_DEMO_DIR/haproxy/haproxy.cfg" | sed 's/^/  haproxy.cfg:/'
 
-say "6. nothing staged any more; history keeps what was committed"
+say "7. nothing staged any more; history keeps what was committed"
 run solar ch stage
 run solar ch history -n 5
 
