@@ -208,6 +208,31 @@ func (e *Expr) Required() [][2]string {
 	return out
 }
 
+// ParseAny parses several expressions (-t given more than once) into one
+// that holds when any of them does: their union. None gives nil, which
+// matches everything. An error names the expression it is in.
+func ParseAny(srcs []string) (*Expr, error) {
+	if len(srcs) == 0 {
+		return nil, nil
+	}
+	or := &node{op: opOr}
+	for _, src := range srcs {
+		e, err := ParseExpr(src)
+		if err != nil {
+			return nil, err
+		}
+		if e.root.op == opOr {
+			or.kids = append(or.kids, e.root.kids...) // stay flat
+		} else {
+			or.kids = append(or.kids, e.root)
+		}
+	}
+	if len(or.kids) == 1 {
+		return &Expr{root: or.kids[0]}, nil
+	}
+	return &Expr{root: or}, nil
+}
+
 type tokKind uint8
 
 const (
@@ -431,6 +456,8 @@ func (p *parser) lexTerm() (*node, error) {
 			if r, _ := utf8.DecodeRuneInString(s[p.pos:]); p.pos < len(s) && !endsTerm(r) && r != ',' {
 				return nil, p.errAt(p.pos-1, "'*' must be the whole value, as in k=*")
 			}
+		} else if p.pos < len(s) && s[p.pos] == '=' {
+			return nil, p.errAt(p.pos, "'==' is not an operator: a tag test is k=v, with one '='")
 		} else {
 			vl, _ := valueLen(s[p.pos:])
 			n.value = s[p.pos : p.pos+vl]

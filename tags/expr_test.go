@@ -81,8 +81,9 @@ func TestParseExprMatch(t *testing.T) {
 		{"a=1&b=2|!c", "a=1 & b=2 | !c", func(s Set) bool { return has(s, "a", "1") && has(s, "b", "2") || !has(s, "c", "") }},
 		{" \t( a=1 |\nb )\u00a0& ! c=* ", "(a=1 | b) & !c=*", func(s Set) bool { return (has(s, "a", "1") || has(s, "b", "")) && !present(s, "c") }},
 		{"a=1&b", "a=1 & b", func(s Set) bool { return has(s, "a", "1") && has(s, "b", "") }},
-		// A key may equal a value elsewhere; '=' inside a value is literal.
-		{"a==1", "a==1", func(s Set) bool { return has(s, "a", "=1") }},
+		// '=' inside a value is literal (but a value cannot start with it:
+		// "a==1" is a mistake, refused in TestParseExprErrors).
+		{"a=1=2", "a=1=2", func(s Set) bool { return has(s, "a", "1=2") }},
 		{"a=* & a=1", "a=* & a=1", func(s Set) bool { return has(s, "a", "1") }},
 		{strings.Repeat("!", maxDepth) + "a", strings.Repeat("!", maxDepth) + "a", func(s Set) bool { return has(s, "a", "") }},
 	}
@@ -171,6 +172,7 @@ func TestParseExprErrors(t *testing.T) {
 		{"a | (b &)", 9, "expected a tag after '&', found ')'"},
 		{"a &&b", 3, "'&&' is not an operator: write a single '&'"},
 		{"a || b", 3, "'||' is not an operator: write a single '|'"},
+		{"env==stg", 5, "'==' is not an operator: a tag test is k=v, with one '='"},
 		// Missing operators.
 		{"a b", 3, `missing '&' or '|' before "b"`},
 		{"a=1 b=2", 5, `missing '&' or '|' before "b=2"`},
@@ -244,7 +246,7 @@ func TestStringRoundTrip(t *testing.T) {
 		"a", "a=1", "a=*", "!a", "!!a=*",
 		"a | b & c", "(a | b) & c", "a & (b | c) & !c=*",
 		"!(a | b) | !(a & b)", "((a | b) & (b=1 | c=2)) | !(!a & c=*)",
-		"a & (b | (c & (a=1 | b=2)))", "a=x=y | b==",
+		"a & (b | (c & (a=1 | b=2)))", "a=x=y | b=c=",
 		" ( a ) & ( ( b ) ) ",
 	}
 	sets := universe()
@@ -394,5 +396,37 @@ func BenchmarkMatch(b *testing.B) {
 				e.Match(set)
 			}
 		})
+	}
+}
+
+// -t given twice means the union everywhere.
+func TestParseAnyIsTheUnion(t *testing.T) {
+	e, err := ParseAny([]string{"env=a", "env=b | role=db", "x & y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		set  Set
+		want bool
+	}{
+		{Set{"env": "a"}, true},
+		{Set{"env": "b"}, true},
+		{Set{"role": "db"}, true},
+		{Set{"x": "", "y": ""}, true},
+		{Set{"x": ""}, false},
+		{Set{"env": "c"}, false},
+	} {
+		if got := e.Match(tc.set); got != tc.want {
+			t.Errorf("Match(%v) = %v, want %v", tc.set, got, tc.want)
+		}
+	}
+	if got := e.String(); got != "env=a | env=b | role=db | x & y" {
+		t.Errorf("String() = %q", got)
+	}
+	if e, err := ParseAny(nil); e != nil || err != nil {
+		t.Errorf("ParseAny(nil) = %v, %v; want nil, nil", e, err)
+	}
+	if _, err := ParseAny([]string{"a", "env==x"}); err == nil || !strings.Contains(err.Error(), `"env==x"`) {
+		t.Errorf("err = %v, want it to name the bad expression", err)
 	}
 }

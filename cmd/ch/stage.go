@@ -19,7 +19,7 @@ type StageOptions struct {
 	App    *app.App
 	Action string
 	Name   string
-	Tag    string
+	Tags   []string
 	Diff   bool
 	JSON   bool
 }
@@ -50,7 +50,7 @@ nothing changed.` + "\n" + app.ExitHelp,
 			if opts.Action == "" && opts.Name != "" {
 				return app.Usagef("-n NAME needs -a ACTION (to list one resource's entries use -t resource=NAME)")
 			}
-			if opts.Action != "" && (opts.Name == "") == (opts.Tag == "") {
+			if opts.Action != "" && (opts.Name == "") == (len(opts.Tags) == 0) {
 				return app.Usagef("-a ACTION needs exactly one of -n NAME or -t TAG_EXPR")
 			}
 			if runF != nil {
@@ -64,7 +64,7 @@ nothing changed.` + "\n" + app.ExitHelp,
 	}
 	c.Flags().StringVarP(&opts.Action, "action", "a", "", "action to stage")
 	c.Flags().StringVarP(&opts.Name, "name", "n", "", "resource to stage the action for")
-	c.Flags().StringVarP(&opts.Tag, "tag", "t", "", "tag expression selecting entries (list) or resources (-a)")
+	c.Flags().StringArrayVarP(&opts.Tags, "tag", "t", nil, "tag expression selecting entries (list) or resources (-a); repeatable: union")
 	c.Flags().BoolVarP(&opts.Diff, "diff", "d", false, "show each entry's diff")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return c
@@ -173,15 +173,12 @@ func tagsText(e entryView) string {
 }
 
 func stageListRun(opts *StageOptions) error {
-	var expr *tags.Expr
-	if opts.Tag != "" {
-		var err error
-		if expr, err = tags.ParseExpr(opts.Tag); err != nil {
-			return err
-		}
+	expr, err := tags.ParseAny(opts.Tags)
+	if err != nil {
+		return err
 	}
 	var ents []*staging.Entry
-	err := opts.App.View(func(tx *store.Tx) error {
+	err = opts.App.View(func(tx *store.Tx) error {
 		var err error
 		ents, err = staging.Select(tx, expr)
 		return err
@@ -200,18 +197,15 @@ func stageListRun(opts *StageOptions) error {
 }
 
 func stageActionRun(opts *StageOptions) error {
-	var expr *tags.Expr
-	if opts.Tag != "" {
-		var err error
-		if expr, err = tags.ParseExpr(opts.Tag); err != nil {
-			return err
-		}
+	expr, err := tags.ParseAny(opts.Tags)
+	if err != nil {
+		return err
 	}
 	var (
 		ents       []*staging.Entry
 		removedNow []string
 	)
-	err := opts.App.Update(func(tx *store.Tx) error {
+	err = opts.App.Update(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
 		names := []string{opts.Name}
 		if expr != nil {
@@ -224,7 +218,7 @@ func stageActionRun(opts *StageOptions) error {
 				names = append(names, r.Name)
 			}
 			if len(names) == 0 {
-				return fmt.Errorf("%w: no resource matches %q (see solar resource list)", resources.ErrNotFound, opts.Tag)
+				return fmt.Errorf("%w: no resource matches %q (see solar resource list)", resources.ErrNotFound, strings.Join(opts.Tags, " | "))
 			}
 		}
 		st := staging.New(cat, opts.App.Now)

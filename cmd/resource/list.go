@@ -14,7 +14,7 @@ import (
 // ListOptions are the inputs of "solar resource list".
 type ListOptions struct {
 	App  *app.App
-	Tag  string
+	Tags []string
 	JSON bool
 }
 
@@ -38,7 +38,7 @@ func NewCmdList(a *app.App, runF func(*ListOptions) error) *cobra.Command {
 			return listRun(opts)
 		},
 	}
-	c.Flags().StringVarP(&opts.Tag, "tag", "t", "", "tag expression to filter by")
+	c.Flags().StringArrayVarP(&opts.Tags, "tag", "t", nil, "tag expression to filter by (repeatable: union)")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return c
 }
@@ -49,15 +49,12 @@ type listView struct {
 }
 
 func listRun(opts *ListOptions) error {
-	var filter *tags.Expr
-	if opts.Tag != "" {
-		var err error
-		if filter, err = tags.ParseExpr(opts.Tag); err != nil {
-			return err
-		}
+	filter, err := tags.ParseAny(opts.Tags)
+	if err != nil {
+		return err
 	}
 	out := listView{FormatVersion: app.FormatVersion, Resources: []resourceView{}}
-	err := opts.App.View(func(tx *store.Tx) error {
+	err = opts.App.View(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
 		list, err := cat.List(filter)
 		if err != nil {
