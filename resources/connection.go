@@ -203,7 +203,16 @@ func (c *Catalog) Downstream(names ...string) ([]string, error) {
 // original order.
 func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connection, error) {
 	if emitter == receiver {
-		return nil, invalidf("cannot connect %s to itself", emitter)
+		// One input of a resource may follow another of its own inputs
+		// (self_name->name); only an input following itself is a cycle.
+		if len(mappings) == 0 {
+			return nil, invalidf("connecting %s to itself needs a mapping between two of its inputs, such as self_name->name", emitter)
+		}
+		for _, m := range mappings {
+			if m.From == m.To && m.Key == "" {
+				return nil, fmt.Errorf("%w: %s.%s cannot follow itself", ErrCycle, emitter, m.From)
+			}
+		}
 	}
 	e, err := c.Get(emitter)
 	if err != nil {

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -283,7 +284,7 @@ func TestConnectErrors(t *testing.T) {
 		connect step
 		want    string
 	}{
-		{name: "itself", connect: conn("a", "a", "x->y"), want: "cannot connect a to itself"},
+		{name: "an input to itself", connect: conn("a", "a", "x->x"), want: "a.x cannot follow itself"},
 		{name: "unknown emitter", connect: conn("ghost", "b", "x->x"), want: `no such resource "ghost"`},
 		{name: "unknown receiver", connect: conn("a", "ghost", "x->x"), want: `no such resource "ghost"`},
 		{name: "unknown emitter input", connect: conn("a", "b", "nope->x"), want: `mapping nope->x: a has no input "nope" (inputs: x, y, n`},
@@ -356,7 +357,7 @@ func TestConnectErrorKinds(t *testing.T) {
 		mapping string
 		kind    error
 	}{
-		{"itself", "a", "a", "x->x", ErrInvalid},
+		{"itself", "a", "a", "x->x", ErrCycle},
 		{"unknown", "a", "ghost", "x->x", ErrNotFound},
 		{"type", "a", "b", "x->n", ErrInvalid},
 		{"cycle", "b", "a", "y->x", ErrCycle},
@@ -569,4 +570,34 @@ func TestDefaultMappingWithRealBases(t *testing.T) {
 			})
 		})
 	}
+}
+
+// One input of a resource may follow another of its own inputs; the value
+// flows, and disconnecting restores the receiver's own.
+func TestConnectInputsOfOneResource(t *testing.T) {
+	db := openStore(t)
+	update(t, db, func(cat *Catalog) {
+		mustCreate(t, cat, "a", valBaseFor(t))
+		r, err := cat.Get("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Inputs["x"] = "from-x"
+		if err := cat.Put(r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cat.Connect("a", "a", []Mapping{{From: "x", To: "y"}}); err != nil {
+			t.Fatal(err)
+		}
+		eff, err := cat.Effective("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eff["y"] != "from-x" {
+			t.Fatalf("y = %v, want the value of x", eff["y"])
+		}
+		if _, err := cat.Connect("a", "a", []Mapping{{From: "y", To: "x"}}); !errors.Is(err, ErrCycle) {
+			t.Fatalf("x->y then y->x: err = %v, want a cycle", err)
+		}
+	})
 }

@@ -79,7 +79,8 @@ func connectRun(opts *ConnectOptions) error {
 		if conn, err = cat.Connect(opts.Emitter, opts.Receiver, mappings); err != nil {
 			return err
 		}
-		if !opts.NoEvents {
+		// A resource connected to itself needs no rule to order it.
+		if !opts.NoEvents && opts.Emitter != opts.Receiver {
 			owned, skip, err := events.AddDefaults(tx, cat, events.Pair{Emitter: opts.Emitter, Receiver: opts.Receiver})
 			if err != nil {
 				return err
