@@ -134,3 +134,22 @@ func TestFilterStartNeedsEveryPredecessor(t *testing.T) {
 		}
 	}
 }
+
+// Reports and reviews list tasks after their predecessors, whatever order
+// the plan stores them in.
+func TestOrderedIsTopological(t *testing.T) {
+	p := filterPlan()
+	slices.Reverse(p.Nodes) // stored order must not matter
+	pos := map[string]int{}
+	for i, n := range Ordered(p) {
+		pos[n.ID] = i
+	}
+	if len(pos) != len(p.Nodes) {
+		t.Fatalf("Ordered returned %d tasks, want %d", len(pos), len(p.Nodes))
+	}
+	for _, e := range p.Edges {
+		if pos[e.From] > pos[e.To] {
+			t.Errorf("%s listed after its successor %s", e.From, e.To)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package orch
 
 import (
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -281,4 +282,66 @@ func closeIfDone(tx *store.Tx, uid string, states map[string]State) error {
 		return nil
 	}
 	return SetOpen(tx, uid, false)
+}
+
+// Ordered returns the plan's tasks in a topological order (every task after
+// its predecessors), heaviest first among those ready together, then by
+// id: the order reports and reviews list them in.
+func Ordered(p *planner.Plan) []planner.Node {
+	idx := make(map[string]int, len(p.Nodes))
+	for i, n := range p.Nodes {
+		idx[n.ID] = i
+	}
+	indeg := make([]int, len(p.Nodes))
+	succ := make([][]int, len(p.Nodes))
+	for _, e := range p.Edges {
+		f, okf := idx[e.From]
+		t, okt := idx[e.To]
+		if okf && okt {
+			succ[f] = append(succ[f], t)
+			indeg[t]++
+		}
+	}
+	ready := &nodeHeap{nodes: p.Nodes}
+	for i := range p.Nodes {
+		if indeg[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	out := make([]planner.Node, 0, len(p.Nodes))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, p.Nodes[i])
+		for _, t := range succ[i] {
+			if indeg[t]--; indeg[t] == 0 {
+				heap.Push(ready, t)
+			}
+		}
+	}
+	if len(out) < len(p.Nodes) {
+		return p.Nodes // a cycle (a damaged plan): keep the stored order
+	}
+	return out
+}
+
+// nodeHeap orders node indexes heaviest first, then by id.
+type nodeHeap struct {
+	nodes []planner.Node
+	idx   []int
+}
+
+func (h *nodeHeap) Len() int { return len(h.idx) }
+func (h *nodeHeap) Less(i, j int) bool {
+	a, b := &h.nodes[h.idx[i]], &h.nodes[h.idx[j]]
+	if a.Weight != b.Weight {
+		return a.Weight > b.Weight
+	}
+	return a.ID < b.ID
+}
+func (h *nodeHeap) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *nodeHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *nodeHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }

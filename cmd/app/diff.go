@@ -8,8 +8,8 @@ type ChangeView struct {
 	Op         string `json:"op"`
 	Key        string `json:"key"`
 	Connection bool   `json:"connection"`
-	Old        any    `json:"old"`
-	New        any    `json:"new"`
+	Old        any    `json:"old,omitempty"` // absent when the input had no value
+	New        any    `json:"new,omitempty"` // absent when it has none now
 	Text       string `json:"text"`
 }
 

@@ -91,7 +91,7 @@ func reportRun(opts *ReportOptions) error {
 		v.Totals[string(s)] = 0
 	}
 	var first, last time.Time
-	for _, n := range rec.Plan.Nodes {
+	for _, n := range orch.Ordered(rec.Plan) {
 		st := states[n.ID]
 		t := reportTask{ID: n.ID, Status: string(st.Status), Attempts: st.Attempts, Changed: st.Changed, Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End),
 			Predicted: preds[n.ID].What}

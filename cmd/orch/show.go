@@ -97,7 +97,7 @@ func showRun(opts *ShowOptions) error {
 	if v.Warnings == nil {
 		v.Warnings = []string{}
 	}
-	for _, n := range rec.Plan.Nodes {
+	for _, n := range orch.Ordered(rec.Plan) {
 		tb := n.TriggeredBy
 		if tb == nil {
 			tb = []string{}
