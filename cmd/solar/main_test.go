@@ -77,6 +77,14 @@ func TestScripts(t *testing.T) {
 			"alive":      cmdAlive,
 		},
 		Condition: func(cond string) (bool, error) {
+			if prog, ok := strings.CutPrefix(cond, "need:"); ok {
+				// [need:PROG] is [exec:PROG] that CI turns into a failure.
+				_, err := exec.LookPath(prog)
+				if err != nil && os.Getenv("SOLAR_TEST_REQUIRE_ALL") == "1" {
+					return false, fmt.Errorf("%s is required (SOLAR_TEST_REQUIRE_ALL=1): %v", prog, err)
+				}
+				return err == nil, nil
+			}
 			if cond != "sshd" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}

@@ -27,8 +27,8 @@ type Shell struct {
 // DefaultKillGrace is the time a script has to clean up after SIGTERM.
 const DefaultKillGrace = 2 * time.Second
 
-// interpreter runs every script. Naming it, rather than executing the
-// script, spares bases the executable bit and a #! line.
+// interpreter runs scripts without the executable bit (and executable ones
+// without a #! line): bases need neither.
 const interpreter = "/bin/sh"
 
 // errAttemptTimeout is the cause of the attempt's context when

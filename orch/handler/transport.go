@@ -132,7 +132,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
 	}
 
-	cmd := exec.Command(interpreter, a.Script)
+	cmd := scriptCommand(a.BaseDir, a.Script)
 	cmd.Dir = a.BaseDir
 	cmd.Env = env
 	cmd.Stdout = a.Stdout
@@ -142,6 +142,14 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = ioGrace
 	p, err := startLocal(cmd)
+	if errors.Is(err, syscall.ENOEXEC) {
+		// Executable but no #! line: the shell runs it, as a shell would.
+		retry := exec.Command(interpreter, a.Script)
+		retry.Dir, retry.Env, retry.Stdout, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr
+		retry.SysProcAttr, retry.WaitDelay = cmd.SysProcAttr, cmd.WaitDelay
+		cmd = retry
+		p, err = startLocal(cmd)
+	}
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
@@ -166,7 +174,18 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 }
 
 func (Local) startErr(a Attempt, err error) error {
-	return fmt.Errorf("cannot start %s %s in %s: %w", interpreter, a.Script, a.BaseDir, err)
+	return fmt.Errorf("cannot start %s in %s: %w", a.Script, a.BaseDir, err)
+}
+
+// scriptCommand runs an executable script as written, so that its #! line
+// picks the interpreter (bash, python3, ...), and any other under
+// /bin/sh, which spares simple bases the executable bit.
+func scriptCommand(baseDir, script string) *exec.Cmd {
+	path := filepath.Join(baseDir, script)
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return exec.Command(path)
+	}
+	return exec.Command(interpreter, script)
 }
 
 // localTempDir makes a new 0700 directory for an attempt. With no parent it

@@ -36,7 +36,13 @@ head -c "$len" >"$d/env" || exit 98
 . "$d/env"
 export SOLAR_INPUTS="$d/inputs.json" SOLAR_RESULT="$d/result.json"
 cd "$b" || exit 98
-/bin/sh "$s" </dev/null &
+# An executable script runs as written (its #! line picks the interpreter;
+# sh runs one without #! itself); any other under /bin/sh.
+if [ -x "$s" ]; then
+	"./$s" </dev/null &
+else
+	/bin/sh "$s" </dev/null &
+fi
 p=$!
 # stop ends the attempt: SIGTERM to the group, SIGKILL once the script is
 # gone or GRACE tenths of a second have passed. The private directory,
