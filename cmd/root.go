@@ -79,7 +79,10 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
   solar ch process -t env1 && solar orch run-once last && solar orch report last`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	// --version prints what "solar version" prints.
+	root.SetVersionTemplate("solar {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "path of the store file (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpCommand(newCmdHelp())
@@ -262,10 +265,10 @@ func newCmdVersion(a *app.App) *cobra.Command {
 	}
 }
 
-// version renders "v1.2.0 (go1.26.1)" for a release, and "dev (rev
-// 0123456789ab-dirty, go1.26.1)" for a build from a checkout (whose
-// pseudo-version would only repeat the revision). -buildvcs=false builds
-// (CI) carry no revision: "dev (go1.26.1)".
+// version renders "v1.2.0 (go1.26.1)" for a release or a go install of a
+// tagged module, and "rev 0123456789ab-dirty (go1.26.1)" for a build from a
+// checkout (whose pseudo-version would only repeat the revision).
+// -buildvcs=false builds (CI) carry no revision: "dev (go1.26.1)".
 func version() string {
 	v := Version
 	goVersion := runtime.Version()
@@ -285,10 +288,11 @@ func version() string {
 	if mv := bi.Main.Version; v == "dev" && mv != "" && mv != "(devel)" && (rev == "" || !strings.Contains(mv, rev)) {
 		v = mv
 	}
-	if rev == "" {
+	if rev == "" || v != "dev" {
 		return v + " (" + goVersion + ")"
 	}
-	return v + " (rev " + rev + dirty + ", " + goVersion + ")"
+	// A build from a clone: the revision is the version.
+	return "rev " + rev + dirty + " (" + goVersion + ")"
 }
 
 func newCmdCompletion(a *app.App) *cobra.Command {

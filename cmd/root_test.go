@@ -2,6 +2,10 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -80,5 +84,31 @@ func TestUnquoted(t *testing.T) {
 				t.Errorf("unquoted(%q) = %d, want %d", tc.line, got, tc.want)
 			}
 		})
+	}
+}
+
+// A build from a clone reports its VCS revision instead of "dev".
+func TestVersionOfACloneIsItsRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds solar")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	if err := exec.Command("git", "rev-parse", "--git-dir").Run(); err != nil {
+		t.Skip("not in a git checkout")
+	}
+	bin := filepath.Join(t.TempDir(), "solar")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "github.com/solarops/solar/cmd/solar")
+	build.Env = append(os.Environ(), "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^solar rev [0-9a-f]{12}(-dirty)? \(go`).Match(out) {
+		t.Fatalf("--version printed %q, want the revision", out)
 	}
 }
