@@ -345,3 +345,37 @@ func (h *nodeHeap) Pop() any {
 	h.idx = h.idx[:len(h.idx)-1]
 	return x
 }
+
+// TaskID resolves a task named by the user in plan rec: an id
+// ("keystone.run#0"), or an action ("keystone.run", its first instance).
+func TaskID(rec *Record, name string) (string, error) {
+	for _, n := range rec.Plan.Nodes {
+		if n.ID == name {
+			return n.ID, nil
+		}
+	}
+	if !strings.Contains(name, "#") {
+		for _, n := range rec.Plan.Nodes {
+			if n.Resource+"."+n.Action == name && n.Instance == 0 {
+				return n.ID, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: %q in plan %s (see solar orch show %s)", ErrUnknownTask, name, rec.UID, rec.UID)
+}
+
+// TaskState returns the recorded state of one task; PENDING when none.
+func TaskState(tx *store.Tx, uid, id string) (State, error) {
+	raw, err := tx.Get(store.Plans, taskKey(uid, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return State{Status: StatusPending}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	var s stateJSON
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return State{}, store.Damagedf("task record %s does not decode: %v", taskKey(uid, id), err)
+	}
+	return State(s), nil
+}

@@ -59,8 +59,12 @@ type Runner struct {
 	Started func(rec *Record)
 	// Note, if set, is told of what the runner did besides running tasks
 	// (processes left by a run that died, killed before their task runs
-	// again).
+	// again; a failed attempt that will be retried).
 	Note func(msg string)
+	// Output, if set, is told of every line a task's script prints, as it
+	// prints it (masked with the sensitive inputs), from the tasks'
+	// goroutines, one line at a time per task.
+	Output func(task string, l handler.Line)
 
 	transport *sshx.Transport // the run's SSH connections, if any node needs them
 }
@@ -163,6 +167,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	sdb.beforeClose = ex.flushOnClose
 	sdb.mu.Unlock()
 	go ex.watchStop()
+	streamDone := make(chan struct{})
+	streamStopped := make(chan struct{})
+	go ex.streamLogs(streamDone, streamStopped)
 	if r.Started != nil {
 		r.Started(rec)
 	}
@@ -171,6 +178,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Begin: ex.begin, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
+	close(streamDone)
+	<-streamStopped
 	// Finish: write what is buffered, release the plan, close it if done.
 	err = sdb.Update(func(tx *store.Tx) error {
 		if err := ex.drain(tx); err != nil {
@@ -445,6 +454,8 @@ type execution struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
+	logs liveLogs
+
 	// Seen only by the walker's goroutine (begin): how many times the
 	// store had been opened, and the plan's edit count, when the runner
 	// last looked; and the tasks other commands skipped, with the reason.
@@ -491,12 +502,16 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			inputs[name] = eff[name] // nil when unset: the script sees ""
 		}
 		ex.mu.Unlock()
+		ex.logs.begin(t.ID, attempts)
 		res, err := info.handler.Run(ctx, handler.Request{
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
 			Started: func(g handler.Group) { ex.recordGroup(t.ID, g) },
+			Output:  func(l handler.Line) { ex.output(t.ID, l) },
 		})
+		ex.logs.end(t.ID)
+		ex.keepLog(t.ID, attempts, res.Log)
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
 		}
@@ -511,8 +526,64 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		if ctx.Err() != nil {
 			break
 		}
+		if attempt < info.retry && ex.r.Note != nil {
+			msg := fmt.Sprintf("%s attempt %d failed: %s; retrying", t.ID, attempts, oneLine(err.Error()))
+			if info.delay > 0 {
+				msg += " in " + info.delay.String()
+			}
+			ex.r.Note(msg)
+		}
 	}
 	return Outcome{Err: last, Attempts: attempts}
+}
+
+// oneLine joins a multi-line error (a stderr tail) into one line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ")
+}
+
+// output passes one line of a running task on: to the log stream, and to
+// Runner.Output.
+func (ex *execution) output(task string, l handler.Line) {
+	ex.logs.line(task, l)
+	if ex.r.Output != nil {
+		ex.r.Output(task, l)
+	}
+}
+
+// keepLog buffers the final log of an attempt, written with the task's
+// next state change.
+func (ex *execution) keepLog(task string, attempt int, lines []handler.Line) {
+	uid := ex.rec.UID
+	ex.bufMu.Lock()
+	ex.buf = append(ex.buf, func(tx *store.Tx) error {
+		if len(lines) == 0 && !tx.Has(store.Plans, logAttemptPrefix(uid, task, attempt)+"00000000") {
+			return nil // printed nothing: no record at all
+		}
+		return finalLog(tx, uid, task, attempt, lines)
+	})
+	ex.bufMu.Unlock()
+}
+
+// logEvery is how often the lines of running attempts reach the store.
+const logEvery = 500 * time.Millisecond
+
+// streamLogs writes the lines of running attempts to the store every
+// logEvery until done is closed.
+func (ex *execution) streamLogs(done <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	tick := time.NewTicker(logEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if ex.logs.any() {
+				_ = ex.sdb.Update(func(tx *store.Tx) error { return ex.logs.stream(tx, ex.rec.UID) })
+			}
+		}
+	}
 }
 
 // checkOutputs refuses outputs that do not fit the inputs they would set:

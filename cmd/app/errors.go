@@ -65,7 +65,7 @@ var invalid = []error{
 	resources.ErrConnected, resources.ErrCycle,
 	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
 	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
-	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask, orch.ErrStale,
+	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask, orch.ErrStale, orch.ErrNoLog,
 	nodes.ErrNotNode, nodes.ErrLocal, nodes.ErrFingerprint,
 	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }

@@ -21,7 +21,7 @@ newest), "last~1" (the one before)...` + "\n" + app.ExitHelp,
   solar orch report last`,
 	}
 	c.AddCommand(NewCmdList(a, nil), NewCmdShow(a, nil), NewCmdDG(a, nil), NewCmdRunOnce(a, nil), NewCmdResume(a), NewCmdRetry(a),
-		NewCmdRestart(a), NewCmdReset(a), NewCmdStop(a), NewCmdFilter(a), NewCmdReport(a, nil), NewCmdCheck(a, nil))
+		NewCmdRestart(a), NewCmdReset(a), NewCmdStop(a), NewCmdFilter(a), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
 	return c
 }
 

@@ -166,5 +166,10 @@ func reportRun(opts *ReportOptions) error {
 	}
 	fmt.Fprintf(w, "\n%s: %s; wall time %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "),
 		time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond), rec.UID, state)
+	for _, t := range v.Tasks {
+		if t.Status == string(orch.StatusError) {
+			fmt.Fprintf(w, "what %s printed: solar orch logs %s %s\n", t.ID, rec.UID, t.ID)
+		}
+	}
 	return nil
 }

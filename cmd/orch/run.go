@@ -16,6 +16,7 @@ import (
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
 )
 
@@ -25,6 +26,7 @@ type RunOptions struct {
 	Ref         string
 	Concurrency int
 	PerNode     int
+	Verbose     bool // stream every task's output lines to stderr
 	// Prepare changes task states before the run (retry, restart).
 	Prepare func(tx *store.Tx, rec *orch.Record, states map[string]orch.State) error
 	Verb    string
@@ -33,6 +35,7 @@ type RunOptions struct {
 func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	c.Flags().IntVar(&opts.Concurrency, "concurrency", 10, "at most N tasks at once")
 	c.Flags().IntVar(&opts.PerNode, "per-node", 1, "at most N tasks at once on one location node")
+	c.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "stream every task's output to stderr, each line prefixed with the task")
 }
 
 func checkRunFlags(opts *RunOptions) error {
@@ -222,6 +225,9 @@ func runRun(opts *RunOptions) error {
 	defer release()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
 		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }, Note: pr.note}
+	if opts.Verbose {
+		r.Output = pr.output
+	}
 	rec, states, err := r.Run(ctx, stop)
 	pr.end()
 	if err != nil {
@@ -339,10 +345,24 @@ func (p *progress) task(id string, st orch.State) {
 		}
 	}
 	fmt.Fprintln(p.w, line)
+	p.redraw()
+}
+
+// redraw puts the summary line back, on a terminal.
+func (p *progress) redraw() {
 	if p.tty {
-		fmt.Fprintf(p.w, "  %d done, %d running, %d failed, %.1fs", p.done, len(p.running), p.failed, elapsed)
+		fmt.Fprintf(p.w, "  %d done, %d running, %d failed, %.1fs", p.done, len(p.running), p.failed, time.Since(p.started).Seconds())
 		p.status = true
 	}
+}
+
+// output prints one line a task printed (-v), prefixed with the task.
+func (p *progress) output(task string, l handler.Line) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	fmt.Fprintf(p.w, "%s | %s\n", task, escapeControl(l.Text))
+	p.redraw()
 }
 
 func (p *progress) end() {

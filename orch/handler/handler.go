@@ -27,6 +27,11 @@ type Request struct {
 	// Check runs the script in check mode (SOLAR_CHECK=1): it must change
 	// nothing and report whether it would.
 	Check bool
+	// Output, if set, is told of every line the script prints, as it
+	// prints it, masked with the sensitive inputs (outputs are not known
+	// yet). It is called from the attempt's goroutines, one at a time,
+	// and must return quickly.
+	Output func(Line)
 }
 
 // Result is what an attempt reported.
@@ -41,6 +46,10 @@ type Result struct {
 	Outputs map[string]any
 	Stdout  string
 	Stderr  string
+	// Log is what the attempt printed, stdout and stderr interleaved, as
+	// timestamped lines with every secret masked, capped (see logHead);
+	// filled in on failure too.
+	Log []Line
 }
 
 // Handler runs one attempt of an action. A non-nil error means the attempt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -81,6 +82,15 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		grace = DefaultKillGrace
 	}
 	var stdout, stderr tail
+	var live func(Line)
+	if req.Output != nil {
+		early := secrets(req, nil)
+		live = func(l Line) {
+			l.Text = early.apply(l.Text)
+			req.Output(l)
+		}
+	}
+	log := newLineLog(live)
 	ended, hostErr := host.Exec(attempt, Attempt{
 		Task:    req.Task,
 		BaseDir: req.BaseDir,
@@ -89,8 +99,8 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		Inputs:  inputsJSON,
 		TempDir: s.TempDir,
 		Grace:   grace,
-		Stdout:  &stdout,
-		Stderr:  &stderr,
+		Stdout:  io.MultiWriter(&stdout, log.stream('o')),
+		Stderr:  io.MultiWriter(&stderr, log.stream('e')),
 		Started: req.Started,
 	})
 
@@ -99,7 +109,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		changed, outputs, resultErr = parseResult(ended.Result)
 	}
 	m := secrets(req, outputs)
-	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m)}
+	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m), Log: log.lines(m.apply)}
 
 	exit := ended.Exit
 	switch {

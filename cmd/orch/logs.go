@@ -1,0 +1,210 @@
+package orch
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/store"
+)
+
+// LogsOptions are the inputs of "solar orch logs".
+type LogsOptions struct {
+	App     *app.App
+	Ref     string
+	Task    string
+	Attempt int
+	Follow  bool
+	JSON    bool
+	// Poll is how often --follow looks for new lines (tests shorten it).
+	Poll time.Duration
+}
+
+// NewCmdLogs builds "solar orch logs".
+func NewCmdLogs(a *app.App, runF func(*LogsOptions) error) *cobra.Command {
+	opts := &LogsOptions{App: a, Poll: 250 * time.Millisecond}
+	c := &cobra.Command{
+		Use:   "logs UID|last TASK [--attempt N] [--follow]",
+		Short: "Print what a task's script printed: stdout and stderr, with times",
+		Long: `Print the log of one attempt of a task (the last one unless --attempt):
+stdout and stderr interleaved in the order they were read, one line each, with
+the time and the stream ("out", "err"). Secrets are masked. An attempt keeps
+the first and the last 512 KiB of what it printed and says how much it dropped
+between. Logs live with the plan in the store.
+
+--follow streams a running task's lines, from another terminal, until the
+attempt ends. TASK is a task id (keystone.run#0) or an action (keystone.run,
+its first instance).` + "\n" + app.ExitHelp,
+		Example: `  solar orch logs last keystone.run#0
+  solar orch logs last haproxy.run --attempt 1
+  solar orch logs last mariadb.run --follow`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref, opts.Task = args[0], args[1]
+			if opts.Attempt < 0 {
+				return app.Usagef("--attempt must be at least 1")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return logsRun(opts)
+		},
+	}
+	c.Flags().IntVar(&opts.Attempt, "attempt", 0, "attempt number, 1 for the first (default: the last)")
+	c.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "stream new lines until the attempt ends")
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return c
+}
+
+type logLineView struct {
+	At     string `json:"at"`
+	Stream string `json:"stream"`
+	Text   string `json:"text"`
+}
+
+func streamName(s byte) string {
+	switch s {
+	case 'o':
+		return "out"
+	case 'e':
+		return "err"
+	}
+	return "solar"
+}
+
+func logsRun(opts *LogsOptions) error {
+	a := opts.App
+	var (
+		uid, task string
+		attempt   int
+		lg        *orch.TaskLog
+		finished  bool
+	)
+	read := func(skip int) error {
+		return a.View(func(tx *store.Tx) error {
+			var err error
+			if uid == "" {
+				if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
+					return err
+				}
+				rec, err := orch.Load(tx, uid)
+				if err != nil {
+					return err
+				}
+				if task, err = orch.TaskID(rec, opts.Task); err != nil {
+					return err
+				}
+			}
+			st, err := orch.TaskState(tx, uid, task)
+			if err != nil {
+				return err
+			}
+			finished = st.Status.Finished()
+			list, err := orch.Attempts(tx, uid, task)
+			if err != nil {
+				return err
+			}
+			attempt = opts.Attempt
+			if attempt == 0 && len(list) > 0 {
+				attempt = list[len(list)-1]
+			}
+			if !slices.Contains(list, attempt) {
+				lg = nil // not (yet) there
+				return nil
+			}
+			lg, err = orch.ReadLog(tx, uid, task, attempt, skip)
+			return err
+		})
+	}
+	if err := read(0); err != nil {
+		return err
+	}
+	w := a.IO.Out
+	if !opts.Follow {
+		if lg == nil {
+			if opts.Attempt > 0 {
+				return fmt.Errorf("%w: task %s of plan %s has no attempt %d", orch.ErrNoLog, task, uid, opts.Attempt)
+			}
+			fmt.Fprintf(a.IO.Err, "task %s of plan %s printed nothing (or has not run)\n", task, uid)
+			if opts.JSON {
+				return app.JSON(w, logsJSON(uid, task, 0, nil))
+			}
+			return nil
+		}
+		if opts.JSON {
+			return app.JSON(w, logsJSON(uid, task, lg.Attempt, lg.Lines))
+		}
+		printLines(w, lg.Lines)
+		if len(lg.Lines) == 0 {
+			fmt.Fprintf(a.IO.Err, "attempt %d of task %s printed nothing\n", lg.Attempt, task)
+		}
+		return nil
+	}
+	// Follow: print what there is, then poll for more until the attempt
+	// ends (or the task finished without printing anything).
+	seen, printed := 0, 0
+	for {
+		if lg != nil {
+			if lg.Ended {
+				// The final log replaced the streamed chunks; it holds
+				// the same lines (masked with the outputs too).
+				if err := read(0); err != nil {
+					return err
+				}
+				if printed < len(lg.Lines) {
+					printLines(w, lg.Lines[printed:])
+				}
+				return nil
+			}
+			printLines(w, lg.Lines)
+			printed += len(lg.Lines)
+			seen = lg.Chunks
+		}
+		if finished && lg == nil {
+			return nil
+		}
+		time.Sleep(opts.Poll)
+		if err := read(seen); err != nil {
+			return err
+		}
+	}
+}
+
+func printLines(w io.Writer, lines []handler.Line) {
+	for _, l := range lines {
+		fmt.Fprintf(w, "%s %-3s %s\n", l.At.Local().Format("15:04:05.000"), streamName(l.Stream), escapeControl(l.Text))
+	}
+}
+
+func logsJSON(uid, task string, attempt int, lines []handler.Line) any {
+	out := struct {
+		FormatVersion int           `json:"format_version"`
+		UID           string        `json:"uid"`
+		Task          string        `json:"task"`
+		Attempt       int           `json:"attempt"`
+		Lines         []logLineView `json:"lines"`
+	}{app.FormatVersion, uid, task, attempt, []logLineView{}}
+	for _, l := range lines {
+		out.Lines = append(out.Lines, logLineView{At: l.At.UTC().Format(time.RFC3339Nano), Stream: streamName(l.Stream), Text: l.Text})
+	}
+	return out
+}
+
+// escapeControl keeps a script's control characters (escape sequences,
+// carriage returns) off the operator's terminal.
+func escapeControl(s string) string {
+	for _, r := range s {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			q := strconv.Quote(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
+}
