@@ -40,7 +40,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		fe *app.FailedError
 		ne *app.NothingError
 	)
-	if !errors.As(err, &fe) && !errors.As(err, &ne) {
+	if !errors.As(err, &fe) && !errors.As(err, &ne) && !errors.As(err, new(*app.InterruptedError)) {
 		fmt.Fprintf(stderr, "%s: %s\n", where(err), oneLine(err.Error()))
 	}
 	return app.ExitCode(err)

@@ -76,7 +76,7 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 	}
 	sdb.Close() // nothing to write until the end: let others in
 	if r.Started != nil {
-		r.Started(rec)
+		r.Started(rec, nil)
 	}
 	c := &checker{infos: infos, unknown: map[string]bool{}}
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: c.run, Progress: r.Progress, Now: r.Now}

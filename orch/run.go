@@ -55,8 +55,9 @@ type Runner struct {
 	Now      func() time.Time
 	// Idle is how long the store stays open without use (default 20ms).
 	Idle time.Duration
-	// Started, if set, is called once the plan is claimed, before any task.
-	Started func(rec *Record)
+	// Started, if set, is called once the plan is claimed, before any task,
+	// with the states the run starts from.
+	Started func(rec *Record, states map[string]State)
 	// Note, if set, is told of what the runner did besides running tasks
 	// (processes left by a run that died, killed before their task runs
 	// again; a failed attempt that will be retried).
@@ -171,7 +172,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	streamStopped := make(chan struct{})
 	go ex.streamLogs(streamDone, streamStopped)
 	if r.Started != nil {
-		r.Started(rec)
+		r.Started(rec, initial)
 	}
 
 	tasks := walkTasks(rec, infos)
@@ -243,8 +244,15 @@ func Done(states map[string]State) bool {
 	return true
 }
 
-// Stopped reports whether a task was skipped because its run was stopped.
-func Stopped(st State) bool { return st.Status == StatusSkipped && st.Reason == ReasonStopped }
+// Stopped reports whether a task did not finish because its run was
+// stopped: skipped before it started, or killed while it ran (Ctrl-C
+// twice). Resume runs such tasks again.
+func Stopped(st State) bool {
+	return st.Status == StatusSkipped && st.Reason == ReasonStopped || st.Status == StatusError && st.Err == killed
+}
+
+// killed is the error of a task whose run was killed while it ran.
+const killed = "killed"
 
 type runnerRecord struct {
 	PID     int       `json:"pid"`
@@ -524,6 +532,9 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		}
 		last = err
 		if ctx.Err() != nil {
+			// The operator killed the run (Ctrl-C twice): not the
+			// script's failure, and resume runs the task again.
+			last = errors.New(killed)
 			break
 		}
 		if attempt < info.retry && ex.r.Note != nil {

@@ -20,6 +20,8 @@ type IO struct {
 	Err io.Writer
 	// ErrTTY is true when Err is a terminal (live progress lines).
 	ErrTTY bool
+	// OutTTY is true when Out is a terminal (colour in tables).
+	OutTTY bool
 	// InTTY is true when In is a terminal that a command may ask on.
 	InTTY bool
 }
@@ -41,6 +43,9 @@ func New(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) 
 	if f, ok := stderr.(*os.File); ok {
 		a.IO.ErrTTY = isTerminal(f)
 	}
+	if f, ok := stdout.(*os.File); ok {
+		a.IO.OutTTY = isTerminal(f)
+	}
 	if f, ok := stdin.(*os.File); ok {
 		a.IO.InTTY = isTerminal(f)
 	}
@@ -54,9 +59,38 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-// Color reports whether output may use color (NO_COLOR unset, terminal).
+// Color reports whether stderr may use colour: a terminal, NO_COLOR unset.
 func (a *App) Color() bool {
 	return a.Getenv("NO_COLOR") == "" && a.IO.ErrTTY
+}
+
+// ColorOut reports whether stdout may use colour.
+func (a *App) ColorOut() bool {
+	return a.Getenv("NO_COLOR") == "" && a.IO.OutTTY
+}
+
+// Paint colours a task status for a terminal when on: ERROR red, SUCCESS
+// green, INPROGRESS yellow, SKIPPED dim; others, and everything when off,
+// as they are.
+func Paint(status string, on bool) string {
+	if !on {
+		return status
+	}
+	code := ""
+	switch status {
+	case "ERROR", "check failed":
+		code = "31"
+	case "SUCCESS", "would change":
+		code = "32"
+	case "INPROGRESS":
+		code = "33"
+	case "SKIPPED", "would not run":
+		code = "2"
+	}
+	if code == "" {
+		return status
+	}
+	return "\033[" + code + "m" + status + "\033[0m"
 }
 
 // StorePath resolves where the store lives.

@@ -21,12 +21,16 @@ const (
 	ExitInvalid = 2
 	ExitFailed  = 3
 	ExitNothing = 4
+	// ExitInterrupted is the shell's convention for a process stopped by
+	// SIGINT (128 + 2).
+	ExitInterrupted = 130
 )
 
 // ExitHelp ends every command's help text.
 const ExitHelp = `
 Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was changed),
-3 a run in which some task ended in ERROR, 4 nothing to plan (no plan written).`
+3 a run in which some task ended in ERROR, 4 nothing to plan (no plan written),
+130 interrupted by Ctrl-C.`
 
 // UsageError is bad usage of a command: wrong arguments or flags.
 type UsageError struct {
@@ -56,6 +60,12 @@ func (e *FailedError) Error() string { return e.Msg }
 type NothingError struct{ Msg string }
 
 func (e *NothingError) Error() string { return e.Msg }
+
+// InterruptedError reports a run stopped by Ctrl-C (exit 130); the hint to
+// resume has already been printed.
+type InterruptedError struct{}
+
+func (e *InterruptedError) Error() string { return "interrupted" }
 
 // invalid lists the sentinels that mean "the user gave bad input"; every
 // error wrapping one maps to exit 2. Domain packages add theirs here, in
@@ -91,6 +101,8 @@ func ExitCode(err error) int {
 		return ExitFailed
 	case errors.As(err, new(*NothingError)):
 		return ExitNothing
+	case errors.As(err, new(*InterruptedError)):
+		return ExitInterrupted
 	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &te), errors.As(err, &ce), errors.As(err, &spe):
 		return ExitInvalid
 	}

@@ -79,15 +79,21 @@ func checkRun(opts *CheckOptions) error {
 	if err != nil {
 		return err
 	}
-	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
-	ctx, stop, release := interrupts(pr)
-	defer release()
+	pr := newProgress(a.IO.Err, false, false, a.Now())
+	in := interrupts(pr)
+	defer in.release()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now,
-		Started: func(*orch.Record) { fmt.Fprintf(a.IO.Err, "check plan %s (nothing will be changed)\n", uid) }}
-	_, preds, err := r.Check(ctx, stop)
+		Started: func(*orch.Record, map[string]orch.State) {
+			fmt.Fprintf(a.IO.Err, "check plan %s (nothing will be changed)\n", uid)
+		}}
+	_, preds, err := r.Check(in.ctx, in.stop)
 	pr.end()
 	if err != nil {
 		return err
+	}
+	if in.typed() {
+		fmt.Fprintf(a.IO.Err, "interrupted; the check of plan %s is incomplete (nothing was changed)\n", uid)
+		return &app.InterruptedError{}
 	}
 	totals := map[string]int{}
 	for _, p := range preds {

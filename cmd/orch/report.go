@@ -134,9 +134,10 @@ func reportRun(opts *ReportOptions) error {
 		if t.Attempts > 0 {
 			att = fmt.Sprint(t.Attempts)
 		}
-		row := []string{t.ID, t.Status, dur, att, note}
+		status := app.Paint(t.Status, opts.App.ColorOut())
+		row := []string{t.ID, status, dur, att, note}
 		if len(preds) > 0 {
-			row = []string{t.ID, t.Predicted, t.Status, dur, att, note}
+			row = []string{t.ID, t.Predicted, status, dur, att, note}
 		}
 		rows = append(rows, row)
 	}

@@ -220,59 +220,33 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Now())
-	ctx, stop, release := interrupts(pr)
-	defer release()
+	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
+	in := interrupts(pr)
+	defer in.release()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Started: func(*orch.Record) { pr.start(uid, opts.Verb) }, Note: pr.note}
+		Started: func(rec *orch.Record, states map[string]orch.State) {
+			pr.begin(rec, states)
+			pr.start(uid, opts.Verb)
+		}, Note: pr.note}
 	if opts.Verbose {
 		r.Output = pr.output
 	}
-	rec, states, err := r.Run(ctx, stop)
+	rec, states, err := r.Run(in.ctx, in.stop)
 	pr.end()
 	if err != nil {
 		return err
 	}
 	pr.summary(rec, states)
+	if in.typed() {
+		if !orch.Done(states) {
+			fmt.Fprintf(a.IO.Err, "interrupted; solar orch resume %s finishes the plan\n", uid)
+		}
+		return &app.InterruptedError{}
+	}
 	if n := count(states, orch.StatusError); n > 0 {
 		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
 	}
 	return nil
-}
-
-// interrupts turns Ctrl-C and SIGTERM into the run's stop (the first) and
-// cancellation (Ctrl-C again). release undoes it.
-func interrupts(pr *progress) (ctx context.Context, stop <-chan struct{}, release func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stopCh := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		stopping := false
-		for sig := range sigs {
-			switch {
-			case !stopping && sig == syscall.SIGTERM:
-				// "solar orch stop" from another terminal, or a service
-				// manager: nobody pressed Ctrl-C here.
-				pr.note("stop requested: running tasks finish, no new task starts")
-			case !stopping:
-				pr.note("stopping: running tasks finish, no new task starts (Ctrl-C again to kill them)")
-			case sig == syscall.SIGTERM:
-				// A second stop request asks for nothing more.
-				continue
-			default:
-				pr.note("killing running tasks")
-				cancel()
-				return
-			}
-			stopping = true
-			close(stopCh)
-		}
-	}()
-	return ctx, stopCh, func() {
-		signal.Stop(sigs)
-		cancel()
-	}
 }
 
 func count(states map[string]orch.State, s orch.Status) int {
@@ -285,20 +259,121 @@ func count(states map[string]orch.State, s orch.Status) int {
 	return n
 }
 
-// progress prints task transitions and, on a terminal, a live summary line.
+// interrupt is how the operator interrupted a run: Ctrl-C once stops
+// starting tasks and waits for the running ones; twice kills them. SIGTERM
+// ("solar orch stop", a service manager) is a stop that nobody typed.
+type interrupt struct {
+	ctx    context.Context
+	stop   <-chan struct{}
+	mu     sync.Mutex
+	sigint bool
+	cancel context.CancelFunc
+	sigs   chan os.Signal
+}
+
+// interrupts installs the handlers; release removes them.
+func interrupts(pr *progress) *interrupt {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopCh := make(chan struct{})
+	in := &interrupt{ctx: ctx, stop: stopCh, cancel: cancel, sigs: make(chan os.Signal, 2)}
+	signal.Notify(in.sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		stopping := false
+		for sig := range in.sigs {
+			if sig == os.Interrupt {
+				in.mu.Lock()
+				in.sigint = true
+				in.mu.Unlock()
+			}
+			switch {
+			case !stopping && sig == syscall.SIGTERM:
+				pr.note("stop requested: running tasks finish, no new task starts")
+			case !stopping:
+				pr.note("interrupted: running tasks finish, no new task starts (Ctrl-C again to kill them)")
+			case sig == syscall.SIGTERM:
+				continue // a second stop request asks for nothing more
+			default:
+				pr.note("killing running tasks")
+				cancel()
+				return
+			}
+			stopping = true
+			close(stopCh)
+		}
+	}()
+	return in
+}
+
+func (in *interrupt) release() {
+	signal.Stop(in.sigs)
+	in.cancel()
+}
+
+// typed reports whether the operator pressed Ctrl-C.
+func (in *interrupt) typed() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.sigint
+}
+
+// progress prints task transitions and, on a terminal, a live summary line
+// that ticks at least every second.
 type progress struct {
 	mu      sync.Mutex
 	w       io.Writer
 	tty     bool
+	color   bool
 	started time.Time
+	total   int
 	running map[string]bool
 	done    int
 	failed  int
 	status  bool // a summary line is on screen
+	quit    chan struct{}
 }
 
-func newProgress(w io.Writer, tty bool, now time.Time) *progress {
-	return &progress{w: w, tty: tty, started: now, running: map[string]bool{}}
+func newProgress(w io.Writer, tty, color bool, now time.Time) *progress {
+	p := &progress{w: w, tty: tty, color: color, started: now, running: map[string]bool{}, quit: make(chan struct{})}
+	if tty {
+		go p.tick()
+	}
+	return p
+}
+
+// tick redraws the summary line every second, so the elapsed time moves
+// while tasks run without a word.
+func (p *progress) tick() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if p.status {
+				fmt.Fprint(p.w, "\r\033[K")
+				p.status = false
+				p.redraw()
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// begin sets the plan's size and what a resumed plan has done already.
+func (p *progress) begin(rec *orch.Record, states map[string]orch.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total = len(rec.Plan.Nodes)
+	for _, st := range states {
+		if st.Status.Finished() && !orch.Stopped(st) {
+			p.done++
+			if st.Status == orch.StatusError {
+				p.failed++
+			}
+		}
+	}
 }
 
 func (p *progress) start(uid, verb string) {
@@ -324,7 +399,7 @@ func (p *progress) task(id string, st orch.State) {
 	defer p.mu.Unlock()
 	p.clear()
 	elapsed := time.Since(p.started).Seconds()
-	line := fmt.Sprintf("%7.2fs  %-28s %s", elapsed, id, st.Status)
+	line := fmt.Sprintf("%7.2fs  %-28s %s", elapsed, id, app.Paint(string(st.Status), p.color))
 	switch st.Status {
 	case orch.StatusInProgress:
 		p.running[id] = true
@@ -348,10 +423,16 @@ func (p *progress) task(id string, st orch.State) {
 	p.redraw()
 }
 
-// redraw puts the summary line back, on a terminal.
+// redraw puts the summary line back, on a terminal:
+// "12/40 done, 3 running, 1 failed, 0:14".
 func (p *progress) redraw() {
 	if p.tty {
-		fmt.Fprintf(p.w, "  %d done, %d running, %d failed, %.1fs", p.done, len(p.running), p.failed, time.Since(p.started).Seconds())
+		el := time.Since(p.started).Truncate(time.Second)
+		failed := fmt.Sprintf("%d failed", p.failed)
+		if p.failed > 0 && p.color {
+			failed = "\033[31m" + failed + "\033[0m"
+		}
+		fmt.Fprintf(p.w, "  %d/%d done, %d running, %s, %d:%02d", p.done, p.total, len(p.running), failed, int(el.Minutes()), int(el.Seconds())%60)
 		p.status = true
 	}
 }
@@ -368,6 +449,11 @@ func (p *progress) output(task string, l handler.Line) {
 func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	select {
+	case <-p.quit:
+	default:
+		close(p.quit)
+	}
 	p.clear()
 }
 
