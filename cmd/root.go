@@ -99,6 +99,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		newCmdCompletion(a),
 	)
 	checkUsage(root)
+	addCompletion(a, root)
 	// Groups are runnable only to refuse unknown verbs (see checkUsage):
 	// their usage shows "solar ch [command]", not also a bare "solar ch".
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
