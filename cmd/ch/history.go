@@ -2,6 +2,7 @@ package ch
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ func NewCmdHistory(a *app.App, runF func(*HistoryOptions) error) *cobra.Command 
 	opts := &HistoryOptions{App: a}
 	c := &cobra.Command{
 		Use:   "history",
-		Short: "List committed changes, newest first",
+		Short: "List committed changes, oldest first (as orch list lists plans)",
 		Long:  "List committed entries with their uid (for \"ch revert\"), the plan task that committed them, and with -d their diffs.\n" + app.ExitHelp,
 		Example: `  solar ch history -n 10
   solar ch history -d --json`,
@@ -47,14 +48,14 @@ func NewCmdHistory(a *app.App, runF func(*HistoryOptions) error) *cobra.Command 
 }
 
 type historyEntryView struct {
-	UID         string       `json:"uid"`
-	Key         string       `json:"key"`
-	Resource    string       `json:"resource"`
-	Action      string       `json:"action"`
-	Plan        string       `json:"plan"`
-	Task        string       `json:"task"`
-	CommittedAt string       `json:"committed_at"`
-	Diff        []changeView `json:"diff"`
+	UID         uint64           `json:"uid"`
+	Key         string           `json:"key"`
+	Resource    string           `json:"resource"`
+	Action      string           `json:"action"`
+	Plan        string           `json:"plan"`
+	Task        string           `json:"task"`
+	CommittedAt string           `json:"committed_at"`
+	Diff        []app.ChangeView `json:"diff"`
 }
 
 func historyRun(opts *HistoryOptions) error {
@@ -67,10 +68,13 @@ func historyRun(opts *HistoryOptions) error {
 	if err != nil {
 		return err
 	}
+	// Oldest first, newest last, as orch list lists plans.
 	views := make([]historyEntryView, 0, len(hs))
-	for _, h := range hs {
-		views = append(views, historyEntryView{UID: h.UID, Key: h.Key, Resource: h.Resource, Action: h.Action, Plan: h.Plan, Task: h.Task,
-			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), Diff: diffView(h.Diff)})
+	for i := len(hs) - 1; i >= 0; i-- {
+		h := hs[i]
+		uid, _ := strconv.ParseUint(h.UID, 10, 64)
+		views = append(views, historyEntryView{UID: uid, Key: h.Key, Resource: h.Resource, Action: h.Action, Plan: h.Plan, Task: h.Task,
+			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), Diff: app.DiffView(h.Diff)})
 	}
 	w := opts.App.IO.Out
 	if opts.JSON {
@@ -86,12 +90,12 @@ func historyRun(opts *HistoryOptions) error {
 	if !opts.Diff {
 		rows := make([][]string, 0, len(views))
 		for _, v := range views {
-			rows = append(rows, []string{v.UID, v.Key, v.Task, v.Plan, v.CommittedAt})
+			rows = append(rows, []string{strconv.FormatUint(v.UID, 10), v.Key, v.Task, v.Plan, v.CommittedAt})
 		}
 		return app.Table(w, []string{"uid", "key", "task", "plan", "committed"}, rows)
 	}
 	for _, v := range views {
-		fmt.Fprintf(w, "%s  %s  (%s, %s)\n", v.UID, v.Key, v.Task, v.CommittedAt)
+		fmt.Fprintf(w, "%d  %s  (%s, %s)\n", v.UID, v.Key, v.Task, v.CommittedAt)
 		for _, c := range v.Diff {
 			fmt.Fprintf(w, "  %s\n", c.Text)
 		}

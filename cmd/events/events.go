@@ -146,7 +146,7 @@ type ruleView struct {
 	Rule       string `json:"rule"`
 	Kind       string `json:"kind"`
 	Emitter    string `json:"emitter"`
-	Event      string `json:"event,omitempty"`
+	Event      string `json:"event"` // "" for an after rule, as on plan edges
 	Subscriber string `json:"subscriber"`
 }
 

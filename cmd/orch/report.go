@@ -165,8 +165,11 @@ func reportRun(opts *ReportOptions) error {
 			state += ", interrupted: no runner is alive; solar orch resume " + rec.UID + " finishes it"
 		}
 	}
-	fmt.Fprintf(w, "\n%s: %s; wall time %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "),
-		time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond), rec.UID, state)
+	wall := "wall time " + time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond).String()
+	if v.Running {
+		wall = "running" // a wall time so far would read as the total
+	}
+	fmt.Fprintf(w, "\n%s: %s; %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "), wall, rec.UID, state)
 	for _, t := range v.Tasks {
 		if t.Status == string(orch.StatusError) {
 			fmt.Fprintf(w, "what %s printed: solar orch logs %s %s\n", t.ID, rec.UID, t.ID)
