@@ -115,13 +115,13 @@ func TestPanicOfSolarItselfIsNotDamage(t *testing.T) {
 }
 
 func TestDeadWaiterLeavesNoWaitingSignal(t *testing.T) {
-	db, p := open(t)
-	_ = db
-	// A waiter that is killed while it waits leaves its marker file.
+	// The child: a waiter that is killed while it waits (it leaves its
+	// marker file, and nothing else).
 	if os.Getenv("SOLAR_STORE_WAITER") != "" {
 		_, _ = Open(os.Getenv("SOLAR_STORE_WAITER"), Options{LockWait: time.Minute})
 		return
 	}
+	_, p := open(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDeadWaiterLeavesNoWaitingSignal$")
 	cmd.Env = append(os.Environ(), "SOLAR_STORE_WAITER="+p)
 	if err := cmd.Start(); err != nil {
