@@ -176,7 +176,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 
 	tasks := walkTasks(rec, infos)
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, Begin: ex.begin, Progress: r.Progress, Now: r.Now}
+	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
+		Begin: ex.begin, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
 	close(streamDone)
@@ -622,6 +623,28 @@ func (ex *execution) persist(id string, st State) error {
 	big := len(ex.buf) >= 4096
 	ex.bufMu.Unlock()
 	if lazy && !big {
+		return nil
+	}
+	return ex.flush()
+}
+
+// persistBatch records the final states of tasks that finished together,
+// in one transaction when any of them needs to be durable now (group
+// commit).
+func (ex *execution) persistBatch(ids []string, states []State) error {
+	eager := false
+	ex.bufMu.Lock()
+	for i, id := range ids {
+		id, st := id, states[i]
+		ex.buf = append(ex.buf, func(tx *store.Tx) error { return ex.apply(tx, id, st) })
+		info := ex.infos[id]
+		if !(info.noop || info.problem != "" || st.Status == StatusSkipped) {
+			eager = true
+		}
+	}
+	big := len(ex.buf) >= 4096
+	ex.bufMu.Unlock()
+	if !eager && !big {
 		return nil
 	}
 	return ex.flush()

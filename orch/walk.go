@@ -200,6 +200,12 @@ type Walker struct {
 	// aborts the walk: running tasks are cancelled and waited for, and Walk
 	// returns the error. Nil means nothing is recorded.
 	Persist func(id string, st State) error
+	// PersistBatch, if not nil, is called in place of Persist for the final
+	// states of tasks whose Run has returned: all those that returned
+	// while the scheduler was busy, at once, so that they can be made
+	// durable in one write. The order of ids is the order they are
+	// recorded in; successors start only after it returned.
+	PersistBatch func(ids []string, states []State) error
 	// Begin, if not nil, is called in place of Persist for the INPROGRESS
 	// state of a task about to start, from the same goroutine. It records
 	// that state and returns "", or returns a reason to skip the task
@@ -619,7 +625,7 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 		}
 		select {
 		case r := <-wk.done:
-			wk.complete(r)
+			wk.completeMany(r)
 		case <-stop:
 			wk.halt()
 		case <-ctxDone:
@@ -756,6 +762,59 @@ func runTask(ctx context.Context, run func(context.Context, *Task) Outcome, t *T
 		}
 	}()
 	return run(ctx, t)
+}
+
+// completeMany completes r and every other Run that has finished by now,
+// persisting their final states together when PersistBatch is set: one
+// durable write for all the completions that arrived while the scheduler
+// was busy (group commit). Their successors are released only after it.
+func (wk *walk) completeMany(r ran) {
+	if wk.w.PersistBatch == nil {
+		wk.complete(r)
+		return
+	}
+	batch := []ran{r}
+	for more := true; more; {
+		select {
+		case r := <-wk.done:
+			batch = append(batch, r)
+		default:
+			more = false
+		}
+	}
+	ids := make([]string, len(batch))
+	states := make([]State, len(batch))
+	now := wk.now()
+	for i, r := range batch {
+		wk.running--
+		for _, l := range wk.limOf[wk.limOff[r.rank]:wk.limOff[r.rank+1]] {
+			lim := &wk.limits[l]
+			lim.used--
+			if len(lim.parked) > 0 {
+				wk.ready.push(lim.parked.pop())
+			}
+		}
+		st := finalState(wk.states[r.rank], r.outcome)
+		st.End = now
+		wk.states[r.rank] = st
+		ids[i], states[i] = wk.tasks[r.rank].ID, st
+	}
+	if err := wk.w.PersistBatch(ids, states); err != nil {
+		wk.err = fmt.Errorf("persist the final states of %s: %w", strings.Join(ids, ", "), err)
+		return
+	}
+	for i, r := range batch {
+		if wk.w.Progress != nil {
+			wk.w.Progress(ids[i], states[i])
+		}
+		wk.left--
+		k := r.rank
+		for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
+			if wk.wait[s]--; wk.wait[s] == 0 && !wk.states[s].Status.Finished() {
+				wk.decide = append(wk.decide, s)
+			}
+		}
+	}
 }
 
 // complete returns a finished task's limits and records its final state.

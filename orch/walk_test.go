@@ -1250,3 +1250,68 @@ func TestWalkBeginSkipsTask(t *testing.T) {
 		t.Fatalf("persisted %q\nwant      %q", got, want)
 	}
 }
+
+// Completions that arrive while a batch is being persisted are persisted
+// together in the next one (group commit), and a task after them starts
+// only once all its predecessors' batch is persisted.
+func TestWalkPersistBatchGroupsCompletions(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]string
+	persisted := map[string]bool{}
+	w := &Walker{
+		Concurrency: 10,
+		Run: func(_ context.Context, task *Task) Outcome {
+			if task.ID != "sink" {
+				<-release
+			}
+			if task.ID == "sink" {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range []string{"a", "b", "c", "d", "e"} {
+					if !persisted[id] {
+						t.Errorf("sink started before %s was persisted", id)
+					}
+				}
+			}
+			return Outcome{Changed: true}
+		},
+		PersistBatch: func(ids []string, _ []State) error {
+			time.Sleep(30 * time.Millisecond) // a slow commit: the others arrive meanwhile
+			mu.Lock()
+			defer mu.Unlock()
+			batches = append(batches, append([]string(nil), ids...))
+			for _, id := range ids {
+				persisted[id] = true
+			}
+			return nil
+		},
+	}
+	var tasks []Task
+	var in []InEdge
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		tasks = append(tasks, walkTask(id))
+		in = append(in, afterEdge(id))
+	}
+	tasks = append(tasks, walkTask("sink", in...))
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+	}()
+	states, err := w.Walk(context.Background(), tasks, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if states["sink"].Status != StatusSuccess {
+		t.Fatalf("sink = %+v", states["sink"])
+	}
+	grouped := false
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+		grouped = grouped || len(b) > 1
+	}
+	if n != 6 || !grouped {
+		t.Fatalf("batches %v: want 6 tasks persisted, some together", batches)
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 // GenShapes names the shapes GenInput knows, for benchmarks that range over
 // them.
-var GenShapes = []string{"chain", "fanout", "layered", "connect"}
+var GenShapes = []string{"chain", "fanout", "layered", "connect", "independent"}
 
 // GenInput makes a synthetic Input of n resources r0..r<n-1>, each with one
 // staged "run" entry (in index order) and about three rules, in the shapes
@@ -45,6 +45,8 @@ func GenInput(shape string, n int) Input {
 		in.Rules = append(in.Rules, events.Rule{Kind: events.After, Emitter: refs[e], Subscriber: refs[s]})
 	}
 	switch shape {
+	case "independent":
+		// No rules at all: every task may run at once.
 	case "chain":
 		for i := range n {
 			if i+1 < n {
