@@ -374,14 +374,15 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			info.timeout = time.Duration(*m.Timeout)
 		}
 		info.semaList = m.Sema
-		info.sensitive = map[string]bool{}
 		info.inputDefs = map[string]*resources.InputDef{}
 		for i := range res.Base.Inputs {
 			d := &res.Base.Inputs[i]
 			info.inputDefs[d.Name] = d
-			if d.Sensitive {
-				info.sensitive[d.Name] = true
-			}
+		}
+		// Sensitivity follows the value: an input fed by a sensitive one
+		// is masked in logs and errors too.
+		if info.sensitive, err = cat.SensitiveInputs(n.Resource); err != nil {
+			return nil, err
 		}
 		eff, err := cat.Effective(n.Resource)
 		if err != nil {

@@ -31,11 +31,6 @@ type Resource struct {
 // EffectiveMeta is the base's metaparameters overridden by the resource's.
 func (r *Resource) EffectiveMeta() Meta { return r.Base.Meta.Over(r.Meta) }
 
-// Sensitive reports whether the named input must be masked in output.
-func (r *Resource) Sensitive(input string) bool {
-	d, ok := r.Base.Input(input)
-	return ok && d.Sensitive
-}
 
 // HasAction reports whether the resource's base defines action.
 func (r *Resource) HasAction(action string) bool {
@@ -103,11 +98,16 @@ type Catalog struct {
 	// to tell resources feeding each other from a cycle.
 	busy map[string]bool
 	in   map[string][]Connection
+	// sens and sensIn cache effective sensitivity (SensitiveInputs), by
+	// resource and by resource\x00input; any change forgets them all.
+	sens   map[string]map[string]bool
+	sensIn map[string]bool
 }
 
 // NewCatalog returns a catalog over tx.
 func NewCatalog(tx *store.Tx) *Catalog {
-	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{}}
+	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{},
+		sens: map[string]map[string]bool{}, sensIn: map[string]bool{}}
 }
 
 // Tx returns the transaction the catalog reads and writes.
@@ -201,6 +201,8 @@ func (c *Catalog) Delete(name string) error {
 // long chain built link by link stays linear.
 func (c *Catalog) forget(name string) error {
 	delete(c.in, name)
+	clear(c.sens)
+	clear(c.sensIn)
 	down, err := c.Downstream(name)
 	if err != nil {
 		return err

@@ -94,7 +94,11 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 		if before != nil {
 			old, oldConns = before.Inputs, before.Connections
 		}
-		h.Diff = diff(r, old, ran, oldConns, conns)
+		sens, err := s.cat.SensitiveInputs(e.Resource)
+		if err != nil {
+			return nil, err
+		}
+		h.Diff = diff(r, sens, old, ran, oldConns, conns)
 		snap := Snapshot{Own: ownValues(r, conns, ran), Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt, Plan: plan}
 		raw, err := json.Marshal(snap)
 		if err != nil {

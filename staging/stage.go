@@ -110,10 +110,16 @@ func (s *Stager) diffOf(r *resources.Resource, snap *Snapshot) ([]Change, []reso
 	if snap != nil {
 		old, oldConns = snap.Inputs, snap.Connections
 	}
-	return diff(r, old, eff, oldConns, conns), conns, nil
+	sens, err := s.cat.SensitiveInputs(r.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return diff(r, sens, old, eff, oldConns, conns), conns, nil
 }
 
-func diff(r *resources.Resource, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
+// diff lists what changed in r's inputs and connections; sens names the
+// inputs to mask (their own, or fed by a sensitive input).
+func diff(r *resources.Resource, sens map[string]bool, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
 	out := []Change{}
 	for _, d := range r.Base.Inputs {
 		o, hadOld := old[d.Name]
@@ -122,11 +128,11 @@ func diff(r *resources.Resource, old, cur map[string]any, oldConns, curConns []r
 		hasNew = hasNew && n != nil
 		switch {
 		case !hadOld && hasNew:
-			out = append(out, Change{Op: OpAdd, Key: d.Name, New: n, Sensitive: d.Sensitive})
+			out = append(out, Change{Op: OpAdd, Key: d.Name, New: n, Sensitive: sens[d.Name]})
 		case hadOld && !hasNew:
-			out = append(out, Change{Op: OpRemove, Key: d.Name, Old: o, Sensitive: d.Sensitive})
+			out = append(out, Change{Op: OpRemove, Key: d.Name, Old: o, Sensitive: sens[d.Name]})
 		case hadOld && hasNew && !schema.Equal(o, n):
-			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: d.Sensitive})
+			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: sens[d.Name]})
 		}
 	}
 	if len(oldConns) == 0 && len(curConns) == 0 {
@@ -424,10 +430,14 @@ func (s *Stager) remove(name string) (*Entry, error) {
 			return nil, err
 		}
 	}
+	sens, err := s.cat.SensitiveInputs(name)
+	if err != nil {
+		return nil, err
+	}
 	d := []Change{}
 	for _, k := range sortedKeys(snap.Inputs) {
 		if v := snap.Inputs[k]; v != nil {
-			d = append(d, Change{Op: OpRemove, Key: k, Old: v, Sensitive: r.Sensitive(k)})
+			d = append(d, Change{Op: OpRemove, Key: k, Old: v, Sensitive: sens[k]})
 		}
 	}
 	return s.stage(name, ActionRemove, "remove", r.Tags, d, nil)

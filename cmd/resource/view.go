@@ -62,8 +62,13 @@ func newView(cat *resources.Catalog, r *resources.Resource) (resourceView, error
 	if loc, ok := eff[resources.LocationInput].(string); ok {
 		v.Location = loc
 	}
+	sens, err := cat.SensitiveInputs(r.Name)
+	if err != nil {
+		return resourceView{}, err
+	}
 	for _, d := range r.Base.Inputs {
-		iv := inputView{Name: d.Name, Schema: d.Schema.String(), Value: maskValue(d.Sensitive, eff[d.Name]), Sensitive: d.Sensitive, From: []string{}}
+		// Sensitivity follows the value through connections.
+		iv := inputView{Name: d.Name, Schema: d.Schema.String(), Value: maskValue(sens[d.Name], eff[d.Name]), Sensitive: sens[d.Name], From: []string{}}
 		for _, c := range conns {
 			for _, m := range c.Mappings {
 				if m.To == d.Name {
