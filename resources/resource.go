@@ -31,7 +31,6 @@ type Resource struct {
 // EffectiveMeta is the base's metaparameters overridden by the resource's.
 func (r *Resource) EffectiveMeta() Meta { return r.Base.Meta.Over(r.Meta) }
 
-
 // HasAction reports whether the resource's base defines action.
 func (r *Resource) HasAction(action string) bool {
 	_, ok := r.Base.Actions[action]
