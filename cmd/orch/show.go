@@ -121,7 +121,7 @@ func showRun(opts *ShowOptions) error {
 		if !t.Staged {
 			why = "triggered by " + strings.Join(t.TriggeredBy, "; ")
 		}
-		rows = append(rows, []string{t.ID, t.Status, fmt.Sprint(t.Weight), why})
+		rows = append(rows, []string{t.ID, app.Paint(t.Status, opts.App.ColorOut()), fmt.Sprint(t.Weight), why})
 	}
 	if err := app.Table(w, []string{"task", "status", "weight", "why"}, rows); err != nil {
 		return err
