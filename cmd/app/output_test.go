@@ -22,3 +22,28 @@ func TestCount(t *testing.T) {
 		})
 	}
 }
+
+func TestPaintOnlyWhenAsked(t *testing.T) {
+	if got := Paint("ERROR", false); got != "ERROR" {
+		t.Errorf("off: %q", got)
+	}
+	if got := Paint("ERROR", true); got != "\033[31mERROR\033[0m" {
+		t.Errorf("on: %q", got)
+	}
+	if got := Paint("PENDING", true); got != "PENDING" {
+		t.Errorf("PENDING has no colour: %q", got)
+	}
+	a := &App{IO: IO{ErrTTY: true, OutTTY: true}, Getenv: func(k string) string {
+		if k == "NO_COLOR" {
+			return "1"
+		}
+		return ""
+	}}
+	if a.Color() || a.ColorOut() {
+		t.Error("NO_COLOR set, yet colour is on")
+	}
+	a.Getenv = func(string) string { return "" }
+	if !a.Color() || !a.ColorOut() {
+		t.Error("a terminal without NO_COLOR gets no colour")
+	}
+}
