@@ -86,6 +86,7 @@ func logsRun(opts *LogsOptions) error {
 		attempt   int
 		lg        *orch.TaskLog
 		finished  bool
+		running   bool // a live process runs the plan
 	)
 	read := func(skip int) error {
 		return a.View(func(tx *store.Tx) error {
@@ -107,6 +108,7 @@ func logsRun(opts *LogsOptions) error {
 				return err
 			}
 			finished = st.Status.Finished()
+			_, running = orch.Running(tx, uid)
 			list, err := orch.Attempts(tx, uid, task)
 			if err != nil {
 				return err
@@ -168,6 +170,15 @@ func logsRun(opts *LogsOptions) error {
 			seen = lg.Chunks
 		}
 		if finished && lg == nil {
+			return nil
+		}
+		if !running {
+			// Nobody runs the plan: no line will come.
+			if lg == nil {
+				fmt.Fprintf(a.IO.Err, "task %s has not run and plan %s is not running; nothing to follow\n", task, uid)
+			} else {
+				fmt.Fprintf(a.IO.Err, "plan %s is not running any more; the log of attempt %d ends here\n", uid, lg.Attempt)
+			}
 			return nil
 		}
 		time.Sleep(opts.Poll)
