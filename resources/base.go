@@ -328,7 +328,10 @@ func LoadBase(dir string) (*Base, error) {
 		return nil, fmt.Errorf("%w: %s is not a directory (a base is a directory with meta.yaml)", ErrBase, dir)
 	}
 	metaPath := filepath.Join(abs, "meta.yaml")
-	raw, err := os.ReadFile(metaPath)
+	raw, err := ReadInputFile(metaPath, MetaMax)
+	if errors.Is(err, ErrInputFile) {
+		return nil, fmt.Errorf("%w: %v", ErrBase, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s has no meta.yaml", ErrBase, dir)
 	}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,7 +71,10 @@ func IsComposition(path string) bool {
 // String values in from and input may use ${NAME} for environment
 // variables; an unset variable is an error, never an empty string.
 func LoadComposition(path string, getenv func(string) string) (*Composition, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := ReadInputFile(path, CompositionMax)
+	if errors.Is(err, ErrInputFile) {
+		return nil, fmt.Errorf("%w: composition: %v", ErrBase, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: composition %s: %v", ErrBase, path, err)
 	}

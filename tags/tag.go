@@ -76,6 +76,9 @@ func badValueReason(r rune) string {
 	case '*':
 		return "'*' is not allowed in a value (k=* is only a wildcard in tag expressions)"
 	}
+	if unicode.IsControl(r) && !unicode.IsSpace(r) {
+		return fmt.Sprintf("%q is not allowed in a value (control character)", r)
+	}
 	return fmt.Sprintf("%q is not allowed in a value", r)
 }
 
@@ -123,7 +126,9 @@ func isValueRune(r rune, size int) bool {
 	case ',', '&', '|', '(', ')', '!', '*':
 		return false
 	}
-	return !unicode.IsSpace(r)
+	// Control characters (escape sequences, line breaks) would be printed
+	// to terminals as they are, and cannot be typed back.
+	return !unicode.IsSpace(r) && !unicode.IsControl(r)
 }
 
 // ParseList parses tags given on a command line. Each item may itself be a

@@ -48,6 +48,8 @@ func TestParse(t *testing.T) {
 		{"a!", `invalid tag "a!": '!' is not allowed in a key (letters, digits and _ . : / - are)`},
 		{"k=a b", `invalid tag "k=a b": ' ' is not allowed in a value`},
 		{"k=a\tb", `invalid tag "k=a\tb": '\t' is not allowed in a value`},
+		{"k=a\x1b[2Jb", `invalid tag "k=a\x1b[2Jb": '\x1b' is not allowed in a value (control character)`},
+		{"k=a\x00", `invalid tag "k=a\x00": '\x00' is not allowed in a value (control character)`},
 		{"k=a\u00a0b", `invalid tag "k=a\u00a0b": '\u00a0' is not allowed in a value`},
 		{"k=a,b", `invalid tag "k=a,b": ',' is not allowed in a value`},
 		{"k=a&b", `invalid tag "k=a&b": '&' is not allowed in a value`},

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -46,7 +49,14 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
 	)
 	t.Header(header)
-	if err := t.Bulk(rows); err != nil {
+	safe := make([][]string, len(rows))
+	for i, row := range rows {
+		safe[i] = make([]string, len(row))
+		for j, cell := range row {
+			safe[i][j] = Escape(cell)
+		}
+	}
+	if err := t.Bulk(safe); err != nil {
 		return err
 	}
 	if err := t.Render(); err != nil {
@@ -72,4 +82,48 @@ func Count(n int, noun string) string {
 		return fmt.Sprintf("%d %sies", n, stem)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Escape keeps control characters in data (a value holding an escape
+// sequence or a line break) off the operator's terminal: they are written
+// as Go escapes (\x1b, \n). Colour that solar itself adds (Paint) is kept.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if p := paintPrefix(s[i:]); p > 0 {
+			b.WriteString(s[i : i+p])
+			i += p
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsControl(r) && r != '\t' {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// paintPrefix returns the length of a colour code Paint writes at the start
+// of s, or 0.
+func paintPrefix(s string) int {
+	for _, code := range []string{"\033[0m", "\033[2m", "\033[31m", "\033[32m", "\033[33m"} {
+		if strings.HasPrefix(s, code) {
+			return len(code)
+		}
+	}
+	return 0
 }

@@ -1,6 +1,10 @@
 package app
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestCount(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,5 +49,26 @@ func TestPaintOnlyWhenAsked(t *testing.T) {
 	a.Getenv = func(string) string { return "" }
 	if !a.Color() || !a.ColorOut() {
 		t.Error("a terminal without NO_COLOR gets no colour")
+	}
+}
+
+func TestEscapeKeepsControlCharactersOffTheTerminal(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é value":      "plain é value",
+		"clear\x1b[2Jscreen": `clear\x1b[2Jscreen`,
+		"two\nlines\r":       `two\nlines\r`,
+		"tab\tstays":         "tab\tstays",
+		Paint("ERROR", true): Paint("ERROR", true),
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var b bytes.Buffer
+	if err := Table(&b, []string{"name", "value"}, [][]string{{"x", "a\x1b]0;pwned\x07b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07") {
+		t.Fatalf("a table printed control characters: %q", b.String())
 	}
 }

@@ -97,7 +97,7 @@ func historyRun(opts *HistoryOptions) error {
 	for _, v := range views {
 		fmt.Fprintf(w, "%d  %s  (%s, %s)\n", v.UID, v.Key, v.Task, v.CommittedAt)
 		for _, c := range v.Diff {
-			fmt.Fprintf(w, "  %s\n", c.Text)
+			fmt.Fprintf(w, "  %s\n", app.Escape(c.Text))
 		}
 	}
 	return nil

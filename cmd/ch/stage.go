@@ -149,7 +149,7 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 			fmt.Fprintln(w, "  (no changes)")
 		}
 		for _, c := range e.Diff {
-			fmt.Fprintf(w, "  %s\n", c.Text)
+			fmt.Fprintf(w, "  %s\n", app.Escape(c.Text))
 		}
 	}
 	return nil

@@ -1,8 +1,8 @@
 package events
 
 import (
+	"bytes"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,12 +80,11 @@ func addRun(opts *AddOptions) error {
 			err error
 		)
 		if opts.File != "-" {
-			fh, err := os.Open(opts.File)
+			raw, err := resources.ReadInputFile(opts.File, resources.RulesMax)
 			if err != nil {
 				return app.Usagef("rules file: %v", err)
 			}
-			defer fh.Close()
-			f = fh
+			f = bytes.NewReader(raw)
 		}
 		if rules, err = events.ParseLines(f, opts.File); err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,7 +189,7 @@ func logsRun(opts *LogsOptions) error {
 
 func printLines(w io.Writer, lines []handler.Line) {
 	for _, l := range lines {
-		fmt.Fprintf(w, "%s %-3s %s\n", l.At.Local().Format("15:04:05.000"), streamName(l.Stream), escapeControl(l.Text))
+		fmt.Fprintf(w, "%s %-3s %s\n", l.At.Local().Format("15:04:05.000"), streamName(l.Stream), app.Escape(l.Text))
 	}
 }
 
@@ -206,16 +205,4 @@ func logsJSON(uid, task string, attempt int, lines []handler.Line) any {
 		out.Lines = append(out.Lines, logLineView{At: l.At.UTC().Format(time.RFC3339Nano), Stream: streamName(l.Stream), Text: l.Text})
 	}
 	return out
-}
-
-// escapeControl keeps a script's control characters (escape sequences,
-// carriage returns) off the operator's terminal.
-func escapeControl(s string) string {
-	for _, r := range s {
-		if r < 0x20 && r != '\t' || r == 0x7f {
-			q := strconv.Quote(s)
-			return q[1 : len(q)-1]
-		}
-	}
-	return s
 }

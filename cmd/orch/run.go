@@ -410,7 +410,7 @@ func (p *progress) task(id string, st orch.State) {
 		delete(p.running, id)
 		p.done++
 		p.failed++
-		line += fmt.Sprintf("  after %s: %s", app.Count(st.Attempts, "attempt"), oneLine(st.Err))
+		line += fmt.Sprintf("  after %s: %s", app.Count(st.Attempts, "attempt"), app.Escape(oneLine(st.Err)))
 	default:
 		delete(p.running, id)
 		p.done++
@@ -442,7 +442,7 @@ func (p *progress) output(task string, l handler.Line) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
-	fmt.Fprintf(p.w, "%s | %s\n", task, escapeControl(l.Text))
+	fmt.Fprintf(p.w, "%s | %s\n", task, app.Escape(l.Text))
 	p.redraw()
 }
 

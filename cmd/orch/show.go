@@ -144,7 +144,7 @@ func showRun(opts *ShowOptions) error {
 		}
 		fmt.Fprintf(w, "  %s%s\n", t.ID, note)
 		for _, c := range t.Diff {
-			fmt.Fprintf(w, "    %s\n", c.Text)
+			fmt.Fprintf(w, "    %s\n", app.Escape(c.Text))
 		}
 	}
 	if changed {

@@ -54,7 +54,9 @@ the tag composition=NAME.` + "\n" + app.ExitHelp,
 			return createRun(opts)
 		},
 	}
-	c.Flags().StringSliceVarP(&opts.Tags, "tags", "t", nil, "tags k=v or bare labels, comma separated")
+	// Split by hand, not as CSV: pflag's CSV reader ends a value at a line
+	// break and silently drops the rest ("k=a\nb" lost b).
+	c.Flags().StringArrayVarP(&opts.Tags, "tags", "t", nil, "tags k=v or bare labels, comma separated (repeatable)")
 	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameter override retry=N, delay=D, timeout=D or sema=name:N (repeatable)")
 	return c
 }
@@ -74,7 +76,11 @@ func parseMeta(items []string) (resources.Meta, error) {
 }
 
 func createRun(opts *CreateOptions) error {
-	ts, err := tags.ParseList(opts.Tags)
+	var items []string
+	for _, t := range opts.Tags {
+		items = append(items, strings.Split(t, ",")...)
+	}
+	ts, err := tags.ParseList(items)
 	if err != nil {
 		return err
 	}
