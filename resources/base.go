@@ -252,10 +252,29 @@ type Base struct {
 	Inputs []InputDef `json:"inputs"`
 	Meta   Meta       `json:"meta"`
 	Tags   []string   `json:"tags,omitempty"`
+
+	// index maps input names to their position in Inputs, so that a base
+	// with 100,000 inputs is not searched linearly per input. Built once
+	// the inputs are final (reindex); read-only after, so copies share it.
+	index map[string]int
+}
+
+// reindex builds the input index.
+func (b *Base) reindex() {
+	b.index = make(map[string]int, len(b.Inputs))
+	for i := range b.Inputs {
+		b.index[b.Inputs[i].Name] = i
+	}
 }
 
 // Input returns the definition of the named input.
 func (b *Base) Input(name string) (*InputDef, bool) {
+	if b.index != nil && len(b.index) == len(b.Inputs) {
+		if i, ok := b.index[name]; ok && b.Inputs[i].Name == name {
+			return &b.Inputs[i], true
+		}
+		return nil, false
+	}
 	for i := range b.Inputs {
 		if b.Inputs[i].Name == name {
 			return &b.Inputs[i], true
@@ -380,6 +399,7 @@ func LoadBase(dir string) (*Base, error) {
 	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
 		return nil, err
 	}
+	b.reindex()
 	if _, ok := b.Input(LocationInput); !ok {
 		b.Inputs = append(b.Inputs, InputDef{Name: LocationInput, Schema: schema.MustParse("str"), Default: ""})
 	}
@@ -392,6 +412,7 @@ func LoadBase(dir string) (*Base, error) {
 			}
 		}
 	}
+	b.reindex()
 	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema}
 	for _, f := range []struct {
 		key, text string
@@ -421,6 +442,7 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("%w: %s:%d: inputs must be a mapping of name -> {schema, value}", ErrBase, shown, n.Line)
 	}
+	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		name := key.Value
@@ -447,9 +469,10 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 				return fmt.Errorf("%w: %s:%d: input %q: default value: %v", ErrBase, shown, val.Line, name, err)
 			}
 		}
-		if _, dup := b.Input(name); dup {
+		if seen[name] {
 			return fmt.Errorf("%w: %s:%d: input %q declared twice", ErrBase, shown, key.Line, name)
 		}
+		seen[name] = true
 		b.Inputs = append(b.Inputs, InputDef{Name: name, Schema: s, Default: def, Sensitive: f.Sensitive})
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 // Limits on the files solar reads from the operator.
 const (
 	// MetaMax bounds a base's meta.yaml.
-	MetaMax = 1 << 20
+	MetaMax = 16 << 20
 	// CompositionMax bounds a composition file (100,000 resources fit).
 	CompositionMax = 64 << 20
 	// RulesMax bounds a rules file given to events add -f.

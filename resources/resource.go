@@ -50,8 +50,9 @@ func ValidName(name string) error {
 func decodeResource(raw []byte) (*Resource, error) {
 	var r Resource
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("decode resource: %w", err)
+		return nil, store.Damagedf("resource record does not decode: %v", err)
 	}
+	r.Base.reindex()
 	// JSON turns every number into float64; put values back into the
 	// canonical form their schema gives (int64 for int, ...).
 	for name, v := range r.Inputs {
