@@ -45,17 +45,8 @@ func checkPrefix(uid string) string { return "check/" + uid + "/" }
 // staged entry or task state changes; the predictions are kept with the
 // plan (Predictions) for orch report. Stop and ctx behave as for Run.
 func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Prediction, error) {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: 20 * time.Millisecond, yield: 200 * time.Millisecond}
-	defer sdb.Close()
-	defer func() {
-		if r.transport != nil {
-			r.transport.Close()
-			r.transport = nil
-		}
-	}()
+	sdb, done := r.openStore()
+	defer done()
 	var (
 		rec   *Record
 		infos map[string]*taskInfo

@@ -96,20 +96,8 @@ type taskInfo struct {
 // running tasks finish, the rest are SKIPPED "stopped") or ctx is cancelled
 // (hard: running tasks are killed). It returns the final states.
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[string]State, error) {
-	if r.Now == nil {
-		r.Now = time.Now
-	}
-	if r.Idle == 0 {
-		r.Idle = 20 * time.Millisecond
-	}
-	sdb := &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
-	defer sdb.Close()
-	defer func() {
-		if r.transport != nil {
-			r.transport.Close()
-			r.transport = nil
-		}
-	}()
+	sdb, done := r.openStore()
+	defer done()
 
 	var (
 		rec      *Record
@@ -208,6 +196,25 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		return rec, states, walkErr
 	}
 	return rec, states, err
+}
+
+// openStore sets defaults and returns the run's store; done closes it and
+// the SSH connections the run opened.
+func (r *Runner) openStore() (sdb *sharedDB, done func()) {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Idle == 0 {
+		r.Idle = 20 * time.Millisecond
+	}
+	sdb = &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
+	return sdb, func() {
+		sdb.Close()
+		if r.transport != nil {
+			r.transport.Close()
+			r.transport = nil
+		}
+	}
 }
 
 // walkTasks turns a plan's nodes into the walker's tasks.

@@ -786,14 +786,7 @@ func (wk *walk) completeMany(r ran) {
 	states := make([]State, len(batch))
 	now := wk.now()
 	for i, r := range batch {
-		wk.running--
-		for _, l := range wk.limOf[wk.limOff[r.rank]:wk.limOff[r.rank+1]] {
-			lim := &wk.limits[l]
-			lim.used--
-			if len(lim.parked) > 0 {
-				wk.ready.push(lim.parked.pop())
-			}
-		}
+		wk.release(r.rank)
 		st := finalState(wk.states[r.rank], r.outcome)
 		st.End = now
 		wk.states[r.rank] = st
@@ -807,26 +800,36 @@ func (wk *walk) completeMany(r ran) {
 		if wk.w.Progress != nil {
 			wk.w.Progress(ids[i], states[i])
 		}
-		wk.left--
-		k := r.rank
-		for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
-			if wk.wait[s]--; wk.wait[s] == 0 && !wk.states[s].Status.Finished() {
-				wk.decide = append(wk.decide, s)
-			}
-		}
+		wk.markFinished(r.rank)
 	}
 }
 
-// complete returns a finished task's limits and records its final state.
-func (wk *walk) complete(r ran) {
+// release returns the limits of a task whose Run returned.
+func (wk *walk) release(k int32) {
 	wk.running--
-	for _, l := range wk.limOf[wk.limOff[r.rank]:wk.limOff[r.rank+1]] {
+	for _, l := range wk.limOf[wk.limOff[k]:wk.limOff[k+1]] {
 		lim := &wk.limits[l]
 		lim.used--
 		if len(lim.parked) > 0 {
 			wk.ready.push(lim.parked.pop())
 		}
 	}
+}
+
+// markFinished counts task k, whose final state is persisted, as finished: its
+// successors stop waiting for it.
+func (wk *walk) markFinished(k int32) {
+	wk.left--
+	for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
+		if wk.wait[s]--; wk.wait[s] == 0 && !wk.states[s].Status.Finished() {
+			wk.decide = append(wk.decide, s)
+		}
+	}
+}
+
+// complete returns a finished task's limits and records its final state.
+func (wk *walk) complete(r ran) {
+	wk.release(r.rank)
 	wk.finish(r.rank, finalState(wk.states[r.rank], r.outcome))
 }
 
@@ -851,12 +854,7 @@ func (wk *walk) finish(k int32, st State) {
 	if !wk.record(k) {
 		return
 	}
-	wk.left--
-	for _, s := range wk.succ[wk.sucOff[k]:wk.sucOff[k+1]] {
-		if wk.wait[s]--; wk.wait[s] == 0 && !wk.states[s].Status.Finished() {
-			wk.decide = append(wk.decide, s)
-		}
-	}
+	wk.markFinished(k)
 }
 
 // begin records that task k starts, through Begin when set; ok false

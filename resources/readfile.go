@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
+
+	"github.com/solarops/solar/internal/fileread"
 )
 
 // Limits on the files solar reads from the operator.
@@ -39,45 +39,21 @@ func badFile(format string, args ...any) error {
 // bytes, with no NUL byte (YAML parsers stop at one silently). The error
 // names the file and wraps ErrInputFile, or the open error.
 func ReadInputFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, badFile("%s is not a regular file (%s)", path, describeMode(st.Mode()))
-	}
-	if st.Size() > limit {
-		return nil, badFile("%s is %d bytes, more than the %d solar reads", path, st.Size(), limit)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(raw)) > limit {
+	raw, err := fileread.Read(path, limit)
+	switch {
+	case errors.Is(err, fileread.ErrNotRegular):
+		return nil, badFile("%s is %v", path, err)
+	case errors.Is(err, fileread.ErrTooLarge):
+		if st, serr := os.Stat(path); serr == nil {
+			return nil, badFile("%s is %d bytes, more than the %d solar reads", path, st.Size(), limit)
+		}
 		return nil, badFile("%s is more than the %d bytes solar reads", path, limit)
+	case err != nil:
+		return nil, err
 	}
 	if i := bytes.IndexByte(raw, 0); i >= 0 {
 		line := bytes.Count(raw[:i], []byte("\n")) + 1
 		return nil, badFile("%s holds a NUL byte (line %d): not a text file", path, line)
 	}
 	return raw, nil
-}
-
-func describeMode(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeDevice != 0, m&os.ModeCharDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m.IsDir():
-		return "a directory"
-	}
-	return m.Type().String()
 }

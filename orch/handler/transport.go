@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/solarops/solar/internal/fileread"
 )
 
 // Transport reaches the machine an action runs on.
@@ -237,28 +239,12 @@ func writeNew(name string, data []byte) error {
 	return err
 }
 
-// readRegular opens name without blocking, so that a FIFO left in its
-// place cannot hang the caller, then insists on a regular file of at most
-// limit bytes.
+// readRegular reads a file the script wrote (the result file), which solar
+// must not trust: see fileread.Read.
 func readRegular(name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is not a regular file (%s)", st.Mode().Type())
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("it is larger than %d bytes", limit)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("it is larger than %d bytes", limit)
+	data, err := fileread.Read(name, limit)
+	if errors.Is(err, fileread.ErrNotRegular) || errors.Is(err, fileread.ErrTooLarge) {
+		return nil, fmt.Errorf("it is %w", err)
 	}
 	return data, err
 }
