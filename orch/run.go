@@ -49,6 +49,9 @@ type Runner struct {
 	Shell       *handler.Shell
 	// SSH tunes the connections to nodes with transport ssh.
 	SSH sshx.Config
+	// AnsiblePlaybook is the ansible-playbook program for bases with
+	// handler ansible; "" finds it on PATH.
+	AnsiblePlaybook string
 	// Progress, if set, is told of every task transition, from one
 	// goroutine at a time.
 	Progress func(id string, st State)
@@ -348,6 +351,15 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		r.transport = sshx.New(remote, shell.Transport, r.SSH)
 		shell.Transport = r.transport
 	}
+	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
+	if targets := ansibleTargets(cat, rec); len(targets) > 0 {
+		ansible.Target = func(loc string) (handler.AnsibleTarget, error) {
+			if t, ok := targets[loc]; ok {
+				return t, nil
+			}
+			return handler.AnsibleTarget{Name: "localhost", Local: true}, nil
+		}
+	}
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
 	for _, n := range rec.Plan.Nodes {
 		info := &taskInfo{node: n}
@@ -362,7 +374,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
 			continue
 		}
-		h, err := handler.ByName(res.Base.Handler, shell)
+		h, err := handler.ByName(res.Base.Handler, shell, ansible)
 		if err != nil {
 			info.problem = err.Error()
 			continue
@@ -436,6 +448,32 @@ func sshNodes(cat *resources.Catalog, rec *Record) (map[string]*sshx.Node, error
 		out[loc] = SSHNode(n)
 	}
 	return out, nil
+}
+
+// ansibleTargets returns, by location, how ansible-playbook reaches the
+// SSH nodes that tasks of rec run on; any other location is this machine.
+func ansibleTargets(cat *resources.Catalog, rec *Record) map[string]handler.AnsibleTarget {
+	out := map[string]handler.AnsibleTarget{}
+	for _, pn := range rec.Plan.Nodes {
+		eff, err := cat.Effective(pn.Resource)
+		if err != nil {
+			continue
+		}
+		loc, _ := eff[resources.LocationInput].(string)
+		if _, done := out[loc]; loc == "" || done {
+			continue
+		}
+		n, err := nodes.Get(cat, loc)
+		if err != nil || !n.SSH() {
+			continue
+		}
+		t := handler.AnsibleTarget{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
+		if n.Trusted != nil {
+			t.HostKey = n.Trusted.Key
+		}
+		out[loc] = t
+	}
+	return out
 }
 
 // SSHNode is the SSH transport's view of a node.

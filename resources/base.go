@@ -87,7 +87,7 @@ func nodeInputs() []InputDef {
 }
 
 // Handlers solar knows how to run.
-var handlers = map[string]bool{"shell": true, "noop": true}
+var handlers = map[string]bool{"shell": true, "noop": true, "ansible": true}
 
 // InputDef declares one input of a base.
 type InputDef struct {
@@ -368,7 +368,7 @@ func LoadBase(dir string) (*Base, error) {
 		b.Handler = "shell"
 	}
 	if !handlers[b.Handler] {
-		return nil, fmt.Errorf("%w: %s: unknown handler %q (want shell or noop)", ErrBase, shown, b.Handler)
+		return nil, fmt.Errorf("%w: %s: unknown handler %q (want shell, ansible or noop)", ErrBase, shown, b.Handler)
 	}
 	if b.Actions == nil {
 		b.Actions = map[string]string{}
@@ -378,7 +378,7 @@ func LoadBase(dir string) (*Base, error) {
 			return nil, fmt.Errorf("%w: %s: invalid action name %q (want [a-z_][a-z0-9_]*)", ErrBase, shown, name)
 		}
 		script := b.Actions[name]
-		if b.Handler == "shell" {
+		if b.Handler == "shell" || b.Handler == "ansible" {
 			if script == "" {
 				return nil, fmt.Errorf("%w: %s: action %q has no script", ErrBase, shown, name)
 			}

@@ -187,7 +187,7 @@ func TestLoadBaseErrors(t *testing.T) {
 		{name: "unknown field", meta: "handeler: shell\n", want: []string{"meta.yaml", "line 1", "handeler"}},
 		{name: "unknown meta field", meta: "meta:\n  retries: 2\n", want: []string{"line 2", "retries"}},
 		{name: "unknown input field", meta: "inputs:\n  port: {schema: int, vaule: 3}\n", want: []string{"meta.yaml:2", `unknown field "vaule"`}},
-		{name: "unknown handler", meta: "handler: ansible\n", want: []string{`unknown handler "ansible"`}},
+		{name: "unknown handler", meta: "handler: chef\n", want: []string{`unknown handler "chef" (want shell, ansible or noop)`}},
 		{name: "action without script", meta: "actions: {run: \"\"}\n", want: []string{`action "run" has no script`}},
 		{name: "script file missing", meta: "actions: {run: actions/run.sh}\n", want: []string{`action "run"`, "actions/run.sh does not exist"}},
 		{name: "bad action name", meta: "handler: noop\nactions: {Run: x}\n", want: []string{`invalid action name "Run"`}},

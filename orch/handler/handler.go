@@ -69,17 +69,22 @@ type Noop struct{}
 func (Noop) Run(context.Context, Request) (Result, error) { return Result{}, nil }
 
 // ByName returns the handler a base's meta.yaml names: "shell" (also "",
-// the default) gets shell, or a Shell with default settings when shell is
-// nil; "noop" gets Noop.
-func ByName(name string, shell *Shell) (Handler, error) {
+// the default) gets shell, "ansible" gets ansible (each with default
+// settings when nil); "noop" gets Noop.
+func ByName(name string, shell *Shell, ansible *Ansible) (Handler, error) {
 	switch name {
 	case "shell", "":
 		if shell == nil {
 			shell = &Shell{}
 		}
 		return shell, nil
+	case "ansible":
+		if ansible == nil {
+			ansible = &Ansible{}
+		}
+		return ansible, nil
 	case "noop":
 		return Noop{}, nil
 	}
-	return nil, fmt.Errorf("%w %q: want shell or noop", ErrUnknownHandler, name)
+	return nil, fmt.Errorf("%w %q: want shell, ansible or noop", ErrUnknownHandler, name)
 }

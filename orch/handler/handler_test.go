@@ -793,12 +793,12 @@ func TestByName(t *testing.T) {
 		{"", sh, sh, ""},
 		{"shell", nil, &Shell{}, ""},
 		{"noop", sh, Noop{}, ""},
-		{"ansible", sh, nil, `unknown handler "ansible": want shell or noop`},
+		{"chef", sh, nil, `unknown handler "chef": want shell, ansible or noop`},
 		{"Shell", sh, nil, `unknown handler "Shell"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+strconv.FormatBool(tt.shell == nil), func(t *testing.T) {
-			got, err := ByName(tt.name, tt.shell)
+			got, err := ByName(tt.name, tt.shell, nil)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrUnknownHandler) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("ByName: err = %v, want %q", err, tt.wantErr)
