@@ -130,16 +130,9 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	files.controlDir = cpDir
 
-	attempt := ctx
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		attempt, cancel = context.WithTimeoutCause(ctx, req.Timeout, errAttemptTimeout)
-		defer cancel()
-	}
-	grace := h.KillGrace
-	if grace == 0 {
-		grace = DefaultKillGrace
-	}
+	attempt, cancel := attemptContext(ctx, req)
+	defer cancel()
+	grace := killGrace(h.KillGrace)
 	args := []string{"-i", files.inventory, "-e", "@" + files.vars}
 	if req.Check {
 		args = append(args, "--check")
@@ -151,15 +144,7 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	cmd.Env = ansibleEnv(dir, files, g.Token, req)
 
 	var stdout, stderr tail
-	var live func(Line)
-	if req.Output != nil {
-		early := secrets(req, nil)
-		live = func(l Line) {
-			l.Text = early.apply(l.Text)
-			req.Output(l)
-		}
-	}
-	log := newLineLog(live)
+	log := newLineLog(liveOutput(req))
 	cmd.Stdout = io.MultiWriter(&stdout, log.stream('o'))
 	cmd.Stderr = io.MultiWriter(&stderr, log.stream('e'))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

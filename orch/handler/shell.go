@@ -71,26 +71,11 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer host.Close()
 
-	attempt := ctx
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		attempt, cancel = context.WithTimeoutCause(ctx, req.Timeout, errAttemptTimeout)
-		defer cancel()
-	}
-	grace := s.KillGrace
-	if grace == 0 {
-		grace = DefaultKillGrace
-	}
+	attempt, cancel := attemptContext(ctx, req)
+	defer cancel()
+	grace := killGrace(s.KillGrace)
 	var stdout, stderr tail
-	var live func(Line)
-	if req.Output != nil {
-		early := secrets(req, nil)
-		live = func(l Line) {
-			l.Text = early.apply(l.Text)
-			req.Output(l)
-		}
-	}
-	log := newLineLog(live)
+	log := newLineLog(liveOutput(req))
 	ended, hostErr := host.Exec(attempt, Attempt{
 		Task:    req.Task,
 		BaseDir: req.BaseDir,
@@ -128,6 +113,35 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	res.Changed, res.Outputs = changed, outputs
 	return res, nil
+}
+
+// attemptContext bounds an attempt by req.Timeout, if any.
+func attemptContext(ctx context.Context, req Request) (context.Context, context.CancelFunc) {
+	if req.Timeout > 0 {
+		return context.WithTimeoutCause(ctx, req.Timeout, errAttemptTimeout)
+	}
+	return ctx, func() {}
+}
+
+// killGrace is the configured grace, or the default.
+func killGrace(g time.Duration) time.Duration {
+	if g == 0 {
+		return DefaultKillGrace
+	}
+	return g
+}
+
+// liveOutput passes each line on to req.Output as it is printed, masked
+// with the sensitive inputs; nil when nobody listens.
+func liveOutput(req Request) func(Line) {
+	if req.Output == nil {
+		return nil
+	}
+	early := secrets(req, nil)
+	return func(l Line) {
+		l.Text = early.apply(l.Text)
+		req.Output(l)
+	}
 }
 
 // checkRequest refuses requests that cannot mean what they say.
