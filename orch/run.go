@@ -539,6 +539,13 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 	if info.problem != "" {
 		return Outcome{Err: errors.New(info.problem), Attempts: 1}
 	}
+	if !info.noop {
+		unlock, err := lockResource(ctx, ex.r.Path, info.node.Resource)
+		if err != nil {
+			return Outcome{Err: err, Attempts: 1}
+		}
+		defer unlock()
+	}
 	var last error
 	attempts := 0
 	for attempt := 0; attempt <= info.retry; attempt++ {
