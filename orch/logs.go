@@ -91,8 +91,11 @@ func putLog(tx *store.Tx, uid, task string, attempt, seq int, lines []handler.Li
 
 // finalLog replaces whatever was streamed of an attempt by its final log.
 func finalLog(tx *store.Tx, uid, task string, attempt int, lines []handler.Line) error {
-	if err := tx.DeletePrefix(store.Plans, logAttemptPrefix(uid, task, attempt)); err != nil {
-		return err
+	// Streamed chunks exist only if the attempt printed while it ran.
+	if tx.Has(store.Plans, logAttemptPrefix(uid, task, attempt)+fmt.Sprintf("%08x", 0)) {
+		if err := tx.DeletePrefix(store.Plans, logAttemptPrefix(uid, task, attempt)); err != nil {
+			return err
+		}
 	}
 	if _, err := putLog(tx, uid, task, attempt, 0, lines); err != nil {
 		return err

@@ -573,7 +573,9 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			Output:  func(l handler.Line) { ex.output(t.ID, l) },
 		})
 		ex.logs.end(t.ID)
-		ex.keepLog(t.ID, attempts, res.Log)
+		if !info.noop {
+			ex.keepLog(t.ID, attempts, res.Log)
+		}
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
 		}
@@ -622,9 +624,7 @@ func (ex *execution) keepLog(task string, attempt int, lines []handler.Line) {
 	uid := ex.rec.UID
 	ex.bufMu.Lock()
 	ex.buf = append(ex.buf, func(tx *store.Tx) error {
-		if len(lines) == 0 && !tx.Has(store.Plans, logAttemptPrefix(uid, task, attempt)+"00000000") {
-			return nil // printed nothing: no record at all
-		}
+		// Even an attempt that printed nothing is on record (its end).
 		return finalLog(tx, uid, task, attempt, lines)
 	})
 	ex.bufMu.Unlock()
