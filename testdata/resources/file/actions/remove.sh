@@ -6,7 +6,7 @@ solar_init
 . "$here/target.sh"
 
 if [ -e "$target" ] || [ -L "$target" ]; then
-	rm -f "$target"
+	[ "$solar_check" = 1 ] || rm -f "$target"
 	changed=1
 fi
 solar_done

@@ -8,6 +8,12 @@
 # never through a command line, so they cannot show up in another process's
 # argv, and nothing here echoes an input value except in error messages about
 # non-sensitive inputs.
+#
+# Check mode (SOLAR_CHECK=1, from solar orch check): a script must change
+# nothing at all and only report whether a real run would change something.
+# The helpers below honour it: they compare instead of writing and set
+# changed=1 where a real run would write, and solar_done writes the result
+# file only. A script that writes anything itself tests $solar_check first.
 
 set -eu
 umask 077
@@ -15,9 +21,14 @@ umask 077
 nl='
 '
 
+# solar_check is 1 in check mode, 0 otherwise. Only the exact value 1 counts.
+solar_check=0
+[ "${SOLAR_CHECK:-}" != 1 ] || solar_check=1
+
 # solar_init checks the protocol environment and makes the resource's own
 # directory, $work = $SOLAR_INPUT_DIR/$SOLAR_RESOURCE. A relative dir is refused:
 # the working directory is the base itself, which must never be written to.
+# In check mode $work is not made: the helpers find what it would hold missing.
 solar_init() {
 	work=
 	changed=0
@@ -35,14 +46,15 @@ solar_init() {
 	*) solar_die "input dir must be an absolute path, got '$dir'" ;;
 	esac
 	work=$dir/$SOLAR_RESOURCE
-	[ -d "$work" ] || mkdir -p "$work"
+	[ -d "$work" ] || [ "$solar_check" = 1 ] || mkdir -p "$work"
 }
 
 # solar_die MESSAGE logs the failure for the tests that count attempts and
 # exits non-zero; the executor shows the tail of stderr as the task's error.
+# A check is no attempt: it logs nothing.
 solar_die() {
 	printf '%s %s: %s\n' "${SOLAR_RESOURCE:-?}" "${SOLAR_ACTION:-?}" "$1" >&2
-	if [ -n "${work:-}" ] && [ -d "$work" ]; then
+	if [ "$solar_check" != 1 ] && [ -n "${work:-}" ] && [ -d "$work" ]; then
 		printf '%s %s failed\n' "$SOLAR_TASK" "$SOLAR_ACTION" >>"$work/actions.log"
 	fi
 	exit 1
@@ -70,18 +82,25 @@ solar_port() {
 # A file that already has that content is left untouched (only its mode is
 # fixed if it drifted), so an unchanged run changes nothing on disk. Sets
 # changed=1 when it wrote. The temp file in the same directory makes the
-# replacement atomic.
+# replacement atomic. In check mode it sets changed=1 where it would write,
+# comparing CONTENT through a pipe from the printf builtin (no temp file, and
+# no secret on a command line).
 solar_put() {
+	if [ "$solar_check" = 1 ]; then
+		if [ -f "$1" ] && printf '%s' "$3" | cmp -s - "$1"; then
+			solar_mode_is "$1" "$2" || changed=1
+		else
+			changed=1
+		fi
+		return 0
+	fi
 	_parent=${1%/*}
 	[ -d "$_parent" ] || mkdir -p "$_parent"
 	_tmp=$1.solar-tmp.$$
 	printf '%s' "$3" >"$_tmp"
 	if [ -f "$1" ] && cmp -s "$_tmp" "$1"; then
 		rm -f "$_tmp"
-		# stat prints 640 for 0640: compare without the leading zeros.
-		_want=$2
-		while [ "${_want#0}" != "$_want" ] && [ -n "${_want#0}" ]; do _want=${_want#0}; done
-		if [ "$(stat -c %a "$1")" != "$_want" ]; then
+		if ! solar_mode_is "$1" "$2"; then
 			chmod "$2" "$1"
 			changed=1
 		fi
@@ -92,21 +111,31 @@ solar_put() {
 	changed=1
 }
 
-# solar_mkdir PATH makes a directory, setting changed=1 if it was missing.
+# solar_mode_is PATH MODE reports whether PATH has the octal MODE. stat
+# prints 640 for 0640: compare without the leading zeros.
+solar_mode_is() {
+	_want=$2
+	while [ "${_want#0}" != "$_want" ] && [ -n "${_want#0}" ]; do _want=${_want#0}; done
+	[ "$(stat -c %a "$1")" = "$_want" ]
+}
+
+# solar_mkdir PATH makes a directory, setting changed=1 if it was missing (in
+# check mode it only sets changed).
 solar_mkdir() {
 	if [ ! -d "$1" ]; then
-		mkdir -p "$1"
+		[ "$solar_check" = 1 ] || mkdir -p "$1"
 		changed=1
 	fi
 }
 
 # solar_wipe empties the resource's directory but keeps actions.log: the
 # tests count every action, removes included, across the resource's life.
+# In check mode it only sets changed=1 if there is something to delete.
 solar_wipe() {
 	for _e in "$work"/* "$work"/.[!.]* "$work"/..?*; do
 		[ -e "$_e" ] || [ -L "$_e" ] || continue
 		[ "$_e" != "$work/actions.log" ] || continue
-		rm -rf "$_e"
+		[ "$solar_check" = 1 ] || rm -rf "$_e"
 		changed=1
 	done
 }
@@ -168,16 +197,18 @@ solar_strings() {
 
 # solar_done [OUTPUTS_JSON] reports the outcome: one line in actions.log
 # ("<task> <action> changed|ok", which the tests count) and the result file
-# the executor reads. OUTPUTS_JSON, when given, is a JSON object.
+# the executor reads. OUTPUTS_JSON, when given, is a JSON object. In check mode
+# only the result file is written, and without outputs: a check stores
+# nothing, and its "changed" is the prediction.
 solar_done() {
 	if [ "$changed" = 1 ]; then
 		_state=changed _bool=true
 	else
 		_state=ok _bool=false
 	fi
-	printf '%s %s %s\n' "$SOLAR_TASK" "$SOLAR_ACTION" "$_state" >>"$work/actions.log"
+	[ "$solar_check" = 1 ] || printf '%s %s %s\n' "$SOLAR_TASK" "$SOLAR_ACTION" "$_state" >>"$work/actions.log"
 	[ -n "${SOLAR_RESULT:-}" ] || return 0
-	if [ $# -gt 0 ]; then
+	if [ $# -gt 0 ] && [ "$solar_check" != 1 ]; then
 		printf '{"changed": %s, "outputs": %s}\n' "$_bool" "$1" >"$SOLAR_RESULT"
 	else
 		printf '{"changed": %s}\n' "$_bool" >"$SOLAR_RESULT"
