@@ -271,6 +271,11 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if _, err := c.Effective(receiver); err != nil {
 		return nil, err
 	}
+	// Kept now, while the emitter's is at hand, so that a chain built link
+	// by link is one lookup per link (see SensitiveInputs).
+	if _, err := c.SensitiveInputs(receiver); err != nil {
+		return nil, err
+	}
 	return &conn, nil
 }
 

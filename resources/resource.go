@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +27,11 @@ type Resource struct {
 	// Removing is set by "resource remove": the resource stays until its
 	// remove action is committed, or until the removal is discarded.
 	Removing bool `json:"removing,omitempty"`
+	// Masked lists own inputs whose value a sensitive input gave through a
+	// connection that is gone (staging keeps a committed value as the
+	// resource's own when its emitter is removed): they are masked as if
+	// the base declared them sensitive, until written again.
+	Masked []string `json:"masked,omitempty"`
 }
 
 // EffectiveMeta is the base's metaparameters overridden by the resource's.
@@ -98,16 +104,19 @@ type Catalog struct {
 	// to tell resources feeding each other from a cycle.
 	busy map[string]bool
 	in   map[string][]Connection
-	// sens and sensIn cache effective sensitivity (SensitiveInputs), by
-	// resource and by resource\x00input; any change forgets them all.
-	sens   map[string]map[string]bool
-	sensIn map[string]bool
+	// sens caches effective sensitivity (SensitiveInputs) by resource,
+	// sensIn by resource and input (for resources feeding each other), and
+	// sensBusy is to sensitivity what busy is to effective values. forget
+	// drops them with eff.
+	sens     map[string]map[string]bool
+	sensIn   map[string]map[string]bool
+	sensBusy map[string]bool
 }
 
 // NewCatalog returns a catalog over tx.
 func NewCatalog(tx *store.Tx) *Catalog {
 	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{},
-		sens: map[string]map[string]bool{}, sensIn: map[string]bool{}}
+		sens: map[string]map[string]bool{}, sensIn: map[string]map[string]bool{}, sensBusy: map[string]bool{}}
 }
 
 // Tx returns the transaction the catalog reads and writes.
@@ -196,20 +205,23 @@ func (c *Catalog) Delete(name string) error {
 }
 
 // forget drops what the catalog derived from name: its incoming
-// connections and the effective values of it and of everything downstream.
-// Only those can change when name or a connection into it changes, so a
-// long chain built link by link stays linear.
+// connections and the effective values and sensitivity of it and of
+// everything downstream. Only those can change when name or a connection
+// into it changes, so a long chain built link by link stays linear.
 func (c *Catalog) forget(name string) error {
 	delete(c.in, name)
-	clear(c.sens)
-	clear(c.sensIn)
 	down, err := c.Downstream(name)
 	if err != nil {
 		return err
 	}
 	for _, d := range append(down, name) {
 		delete(c.eff, d)
+		delete(c.sens, d)
+		delete(c.sensIn, d)
 		if err := c.tx.Delete(store.Effective, d); err != nil {
+			return err
+		}
+		if err := c.tx.Delete(store.Effective, sensKey(d)); err != nil {
 			return err
 		}
 	}
@@ -520,6 +532,14 @@ func (c *Catalog) Update(name string, values Values, meta Meta) (*Resource, erro
 	}
 	for k, v := range vals {
 		r.Inputs[k] = v
+	}
+	if len(old.Masked) > 0 {
+		// A value written by hand is what the operator gave, no longer
+		// one a sensitive input gave.
+		r.Masked = slices.DeleteFunc(slices.Clone(old.Masked), func(k string) bool { _, ok := vals[k]; return ok })
+		if len(r.Masked) == 0 {
+			r.Masked = nil
+		}
 	}
 	r.Meta = old.Meta.Over(meta)
 	if err := r.Meta.validate(); err != nil {

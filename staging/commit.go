@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -44,14 +46,23 @@ type HistoryEntry struct {
 // so nothing is forgotten. Committing a removal deletes the resource and
 // restages the resources it fed.
 func (s *Stager) Commit(key, plan, task string, ran map[string]any) (*HistoryEntry, error) {
-	h, err := s.commit(key, plan, task, ran)
+	return s.CommitRan(key, plan, task, ran, nil)
+}
+
+// CommitRan is Commit given also ranSensitive, the inputs masked when the
+// action ran (resources.Catalog.SensitiveInputs then). Those of ran's values
+// stay masked in history and in the committed state even if what made them
+// sensitive (a connection from a sensitive input) went away while the
+// action ran; Commit knows only the current sensitivity.
+func (s *Stager) CommitRan(key, plan, task string, ran map[string]any, ranSensitive map[string]bool) (*HistoryEntry, error) {
+	h, err := s.commit(key, plan, task, ran, ranSensitive)
 	if err != nil {
 		return nil, err
 	}
 	return h, s.done(nil)
 }
 
-func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEntry, error) {
+func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive map[string]bool) (*HistoryEntry, error) {
 	e, err := s.entry(key)
 	if err != nil {
 		return nil, err
@@ -98,8 +109,10 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 		if err != nil {
 			return nil, err
 		}
-		h.Diff = diff(r, sens, old, ran, oldConns, conns)
-		snap := Snapshot{Own: ownValues(r, conns, ran), Inputs: ran, Connections: conns, CommittedAt: h.CommittedAt, Plan: plan}
+		sens = union(sens, ranSensitive)
+		h.Diff = diff(r, before.masked(), sens, old, ran, oldConns, conns)
+		own, masked := ownValues(r, conns, ran, sens)
+		snap := Snapshot{Own: own, Masked: masked, Inputs: ran, Sensitive: sortedTrue(sens), Connections: conns, CommittedAt: h.CommittedAt, Plan: plan}
 		raw, err := json.Marshal(snap)
 		if err != nil {
 			return nil, fmt.Errorf("encode committed state of %s: %w", e.Resource, err)
@@ -126,10 +139,44 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any) (*HistoryEnt
 	return h, s.tx.Put(store.History, store.SeqKey(seq), raw)
 }
 
+// union returns the keys set in a or b; a itself when b adds none.
+func union(a, b map[string]bool) map[string]bool {
+	var out map[string]bool
+	for k, v := range b {
+		if !v || a[k] {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]bool, len(a)+len(b))
+			maps.Copy(out, a)
+		}
+		out[k] = true
+	}
+	if out == nil {
+		return a
+	}
+	return out
+}
+
+// sortedTrue returns the keys set in m, sorted, never nil.
+func sortedTrue(m map[string]bool) []string {
+	out := []string{}
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // ownValues returns the resource's own values as they were when the action
 // ran: ran for every input no connection feeds, the current own value for
-// the others. Discarding a later change then restores what ran.
-func ownValues(r *resources.Resource, conns []resources.Connection, ran map[string]any) map[string]any {
+// the others. Discarding a later change then restores what ran. It also
+// returns which of them are marked resources.Resource.Masked: the current
+// marks for the inputs connections feed; for the others, a value masked in
+// ran (sens) that the base does not declare sensitive.
+func ownValues(r *resources.Resource, conns []resources.Connection, ran map[string]any, sens map[string]bool) (map[string]any, []string) {
 	own := make(map[string]any, len(r.Inputs))
 	for k, v := range r.Inputs {
 		own[k] = v
@@ -140,6 +187,12 @@ func ownValues(r *resources.Resource, conns []resources.Connection, ran map[stri
 			fed[m.To] = true
 		}
 	}
+	var masked []string
+	for _, k := range r.Masked {
+		if fed[k] {
+			masked = append(masked, k)
+		}
+	}
 	for k, v := range ran {
 		switch {
 		case fed[k]:
@@ -147,9 +200,13 @@ func ownValues(r *resources.Resource, conns []resources.Connection, ran map[stri
 			delete(own, k)
 		default:
 			own[k] = v
+			if d, ok := r.Base.Input(k); sens[k] && ok && !d.Sensitive {
+				masked = append(masked, k)
+			}
 		}
 	}
-	return own
+	sort.Strings(masked)
+	return own, masked
 }
 
 // keepRemoved records in h what deleting r takes with it.
@@ -379,11 +436,19 @@ func (s *Stager) forgetGone(name string, snap *Snapshot) (*Snapshot, error) {
 	for k, v := range snap.Own {
 		cp.Own[k] = v
 	}
+	oldSens := snap.masked()
+	cp.Masked = slices.Clone(snap.Masked)
 	for to := range frozen {
 		if !fedByLive[to] {
 			cp.Own[to] = snap.Inputs[to]
+			// The value stays masked if it was: it may be a secret
+			// that came from the emitter.
+			if oldSens[to] && !slices.Contains(cp.Masked, to) {
+				cp.Masked = append(cp.Masked, to)
+			}
 		}
 	}
+	sort.Strings(cp.Masked)
 	raw, err := json.Marshal(cp)
 	if err != nil {
 		return nil, fmt.Errorf("encode committed state of %s: %w", name, err)
@@ -418,6 +483,7 @@ func (s *Stager) restore(name string, snap *Snapshot) error {
 		}
 	}
 	cp := *r
+	cp.Masked = slices.Clone(snap.Masked)
 	cp.Inputs = make(map[string]any, len(snap.Own))
 	for k, v := range snap.Own {
 		// JSON gives numbers back as float64; the rest of solar expects

@@ -25,6 +25,35 @@ type Snapshot struct {
 	// Plan is the plan whose run committed this state; "" before plans
 	// recorded it.
 	Plan string `json:"plan,omitempty"`
+	// Sensitive lists the inputs whose committed values (Inputs) were
+	// masked, so that a diff masks an old value that came from a sensitive
+	// input after the connection that brought it is gone. It is nil, not
+	// empty, in snapshots from before solar recorded it.
+	Sensitive []string `json:"sensitive"`
+	// Masked lists the own values (Own) marked resources.Resource.Masked:
+	// restoring the snapshot restores the marks with the values.
+	Masked []string `json:"masked,omitempty"`
+}
+
+// masked returns the inputs whose committed values must be masked (none
+// for a nil snapshot). A snapshot that did not record it masks every input
+// a connection fed: any of those may have come from a sensitive input.
+func (s *Snapshot) masked() map[string]bool {
+	out := map[string]bool{}
+	switch {
+	case s == nil:
+	case s.Sensitive != nil:
+		for _, k := range s.Sensitive {
+			out[k] = true
+		}
+	default:
+		for _, c := range s.Connections {
+			for _, m := range c.Mappings {
+				out[m.To] = true
+			}
+		}
+	}
+	return out
 }
 
 // Committed returns the resource's committed snapshot, or nil if it was
@@ -114,12 +143,13 @@ func (s *Stager) diffOf(r *resources.Resource, snap *Snapshot) ([]Change, []reso
 	if err != nil {
 		return nil, nil, err
 	}
-	return diff(r, sens, old, eff, oldConns, conns), conns, nil
+	return diff(r, snap.masked(), sens, old, eff, oldConns, conns), conns, nil
 }
 
-// diff lists what changed in r's inputs and connections; sens names the
-// inputs to mask (their own, or fed by a sensitive input).
-func diff(r *resources.Resource, sens map[string]bool, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
+// diff lists what changed in r's inputs and connections. oldSens and sens
+// name the inputs whose old and new values are masked (their own, or fed by
+// a sensitive input); a change shows neither value if either is.
+func diff(r *resources.Resource, oldSens, sens map[string]bool, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
 	out := []Change{}
 	for _, d := range r.Base.Inputs {
 		o, hadOld := old[d.Name]
@@ -130,9 +160,9 @@ func diff(r *resources.Resource, sens map[string]bool, old, cur map[string]any, 
 		case !hadOld && hasNew:
 			out = append(out, Change{Op: OpAdd, Key: d.Name, New: n, Sensitive: sens[d.Name]})
 		case hadOld && !hasNew:
-			out = append(out, Change{Op: OpRemove, Key: d.Name, Old: o, Sensitive: sens[d.Name]})
+			out = append(out, Change{Op: OpRemove, Key: d.Name, Old: o, Sensitive: oldSens[d.Name] || sens[d.Name]})
 		case hadOld && hasNew && !schema.Equal(o, n):
-			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: sens[d.Name]})
+			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: oldSens[d.Name] || sens[d.Name]})
 		}
 	}
 	if len(oldConns) == 0 && len(curConns) == 0 {
@@ -434,10 +464,11 @@ func (s *Stager) remove(name string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	oldSens := snap.masked()
 	d := []Change{}
 	for _, k := range sortedKeys(snap.Inputs) {
 		if v := snap.Inputs[k]; v != nil {
-			d = append(d, Change{Op: OpRemove, Key: k, Old: v, Sensitive: sens[k]})
+			d = append(d, Change{Op: OpRemove, Key: k, Old: v, Sensitive: oldSens[k] || sens[k]})
 		}
 	}
 	return s.stage(name, ActionRemove, "remove", r.Tags, d, nil)
