@@ -865,7 +865,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	// outside the selection that a rule pulled in) is done.
 	key := staging.Key(n.Resource, n.Action)
 	if tx.Has(store.Staged, key) {
-		if _, err := stg.Commit(key, ex.rec.UID, id, ran); err != nil {
+		if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil {
 			return fmt.Errorf("commit %s: %w", key, err)
 		}
 	}
