@@ -453,7 +453,7 @@ func (p *parser) lexTerm() (*node, error) {
 		if p.pos < len(s) && s[p.pos] == '*' {
 			n.op = opPresent
 			p.pos++
-			if r, _ := utf8.DecodeRuneInString(s[p.pos:]); p.pos < len(s) && !endsTerm(r) && r != ',' {
+			if r, _ := utf8.DecodeRuneInString(s[p.pos:]); p.pos < len(s) && !endsTerm(r) && r != ',' && !unicode.IsControl(r) {
 				return nil, p.errAt(p.pos-1, "'*' must be the whole value, as in k=*")
 			}
 		} else if p.pos < len(s) && s[p.pos] == '=' {
@@ -480,6 +480,8 @@ func (p *parser) lexTerm() (*node, error) {
 			return nil, p.errAt(p.pos, "'*' is only a whole value, as in k=*")
 		}
 		return nil, p.errAt(p.pos, "%q is not allowed in a tag key (letters, digits and _ . : / - are)", r)
+	case unicode.IsControl(r):
+		return nil, p.errAt(p.pos, "%q is not allowed in a tag value (control character)", r)
 	default: // '*' after a value
 		return nil, p.errAt(p.pos, "'*' must be the whole value, as in k=*")
 	}

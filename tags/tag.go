@@ -76,7 +76,7 @@ func badValueReason(r rune) string {
 	case '*':
 		return "'*' is not allowed in a value (k=* is only a wildcard in tag expressions)"
 	}
-	if unicode.IsControl(r) && !unicode.IsSpace(r) {
+	if unicode.IsControl(r) {
 		return fmt.Sprintf("%q is not allowed in a value (control character)", r)
 	}
 	return fmt.Sprintf("%q is not allowed in a value", r)
@@ -133,14 +133,16 @@ func isValueRune(r rune, size int) bool {
 
 // ParseList parses tags given on a command line. Each item may itself be a
 // comma-separated list ("env1,role=db"); spaces around each tag are trimmed
-// and empty items are ignored, so "env1, role=db," is two tags. Giving one
+// and empty items are ignored, so "env1, role=db," is two tags. Only plain
+// spaces are trimmed: a line break, tab or other control character anywhere
+// in a tag is an error, never silently dropped. Giving one
 // key two different values is an error rather than last-wins, because the
 // operator almost certainly mistyped one of them.
 func ParseList(items []string) (Set, error) {
 	set := Set{}
 	for _, item := range items {
 		for t := range strings.SplitSeq(item, ",") {
-			t = strings.TrimSpace(t)
+			t = strings.Trim(t, " ")
 			if t == "" {
 				continue
 			}
