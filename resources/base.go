@@ -349,7 +349,7 @@ func LoadBase(dir string) (*Base, error) {
 	metaPath := filepath.Join(abs, "meta.yaml")
 	raw, err := ReadInputFile(metaPath, MetaMax)
 	if errors.Is(err, ErrInputFile) {
-		return nil, fmt.Errorf("%w: %v", ErrBase, err)
+		return nil, fmt.Errorf("%w: %w", ErrBase, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s has no meta.yaml", ErrBase, dir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/solarops/solar/internal/fileread"
@@ -44,16 +45,35 @@ func ReadInputFile(path string, limit int64) ([]byte, error) {
 	case errors.Is(err, fileread.ErrNotRegular):
 		return nil, badFile("%s is %v", path, err)
 	case errors.Is(err, fileread.ErrTooLarge):
-		if st, serr := os.Stat(path); serr == nil {
+		if st, serr := os.Stat(path); serr == nil && st.Size() > limit {
 			return nil, badFile("%s is %d bytes, more than the %d solar reads", path, st.Size(), limit)
 		}
 		return nil, badFile("%s is more than the %d bytes solar reads", path, limit)
 	case err != nil:
 		return nil, err
 	}
+	return raw, textOnly(path, raw)
+}
+
+// ReadInput reads what the operator pipes in (a rules file given as "-")
+// under the rules of ReadInputFile: at most limit bytes, no NUL byte. name
+// stands for the stream in errors.
+func ReadInput(r io.Reader, name string, limit int64) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if int64(len(raw)) > limit {
+		return nil, badFile("%s is more than the %d bytes solar reads", name, limit)
+	}
+	return raw, textOnly(name, raw)
+}
+
+// textOnly refuses a NUL byte, naming its line.
+func textOnly(name string, raw []byte) error {
 	if i := bytes.IndexByte(raw, 0); i >= 0 {
 		line := bytes.Count(raw[:i], []byte("\n")) + 1
-		return nil, badFile("%s holds a NUL byte (line %d): not a text file", path, line)
+		return badFile("%s holds a NUL byte (line %d): not a text file", name, line)
 	}
-	return raw, nil
+	return nil
 }

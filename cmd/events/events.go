@@ -76,17 +76,18 @@ func addRun(opts *AddOptions) error {
 	var rules []events.Rule
 	if opts.File != "" {
 		var (
-			f   = opts.App.IO.In
+			raw []byte
 			err error
 		)
-		if opts.File != "-" {
-			raw, err := resources.ReadInputFile(opts.File, resources.RulesMax)
-			if err != nil {
-				return app.Usagef("rules file: %v", err)
-			}
-			f = bytes.NewReader(raw)
+		if opts.File == "-" {
+			raw, err = resources.ReadInput(opts.App.IO.In, "standard input", resources.RulesMax)
+		} else {
+			raw, err = resources.ReadInputFile(opts.File, resources.RulesMax)
 		}
-		if rules, err = events.ParseLines(f, opts.File); err != nil {
+		if err != nil {
+			return app.Usagef("rules file: %v", err)
+		}
+		if rules, err = events.ParseLines(bytes.NewReader(raw), opts.File); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,8 @@ var (
 
 // Read returns the content of the regular file name, at most limit bytes.
 // A file of another kind wraps ErrNotRegular (naming the kind), a longer
-// one ErrTooLarge (giving its size when known).
+// one ErrTooLarge (giving its size when known). With an error it returns no
+// data.
 func Read(name string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -37,11 +38,16 @@ func Read(name string, limit int64) ([]byte, error) {
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, st.Size(), limit)
 	}
+	// The size stat gives may be wrong (a /proc file says 0, a file may
+	// grow meanwhile): read one byte past the limit to see it exceeded.
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	if err != nil {
+		return nil, err
 	}
-	return data, err
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	return data, nil
 }
 
 // Kind names what a file is, for an error message.
