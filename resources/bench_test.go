@@ -107,3 +107,35 @@ func BenchmarkCreateManyInputs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompositionManyInputs loads and creates a composition of one
+// resource whose entry gives all n inputs of its base: linear in n (yaml.v3
+// checks the keys of a mapping it decodes pairwise, so an entry's input
+// mapping of 200,000 keys took over three minutes).
+func BenchmarkCompositionManyInputs(b *testing.B) {
+	for _, n := range []int{20000, 200000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			var meta, comp strings.Builder
+			meta.WriteString("handler: noop\ninputs:\n")
+			comp.WriteString("resources:\n  - id: x\n    from: base\n    input:\n")
+			for i := range n {
+				fmt.Fprintf(&meta, "  i%d: {schema: str, value: v}\n", i)
+				fmt.Fprintf(&comp, "      i%d: w\n", i)
+			}
+			writeFiles(b, dir, map[string]string{"base/meta.yaml": meta.String(), "c.yaml": comp.String()})
+			for b.Loop() {
+				c, err := LoadComposition(filepath.Join(dir, "c.yaml"), os.Getenv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				db := openStore(b)
+				update(b, db, func(cat *Catalog) {
+					if _, err := cat.CreateComposition("c", c); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}

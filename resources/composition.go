@@ -52,8 +52,10 @@ type compEntry struct {
 	From     string            `yaml:"from"`
 	Location string            `yaml:"location"`
 	Tags     []string          `yaml:"tags"`
-	Input    map[string]any    `yaml:"input"`
+	Input    map[string]any    `yaml:"-"` // from InputNode, by decodeInput
 	Meta     map[string]string `yaml:"meta"`
+
+	InputNode yaml.Node `yaml:"input"`
 }
 
 // IsComposition reports whether path names a composition file rather than
@@ -73,7 +75,7 @@ func IsComposition(path string) bool {
 func LoadComposition(path string, getenv func(string) string) (*Composition, error) {
 	raw, err := ReadInputFile(path, CompositionMax)
 	if errors.Is(err, ErrInputFile) {
-		return nil, fmt.Errorf("%w: composition: %v", ErrBase, err)
+		return nil, fmt.Errorf("%w: composition: %w", ErrBase, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: composition %s: %v", ErrBase, path, err)
@@ -92,11 +94,15 @@ func LoadComposition(path string, getenv func(string) string) (*Composition, err
 			return nil, invalidf("%s:%d: %s", path, err.line, err.msg)
 		}
 		var e compEntry
-		if err := n.Decode(&e); err != nil {
+		var err error
+		if err = n.Decode(&e); err != nil {
 			return nil, invalidf("%s:%d: %s", path, n.Line, yamlMessage(err))
 		}
 		if e.ID == "" || e.From == "" {
 			return nil, invalidf("%s:%d: each resource needs id and from", path, n.Line)
+		}
+		if e.Input, err = decodeInput(path, &e.InputNode); err != nil {
+			return nil, err
 		}
 		if err := expandEnv(&e, getenv); err != nil {
 			return nil, fmt.Errorf("%w: %s:%d: %v", ErrInvalid, path, n.Line, err)
@@ -115,6 +121,54 @@ func LoadComposition(path string, getenv func(string) string) (*Composition, err
 		c.Events = append(c.Events, CompEvent{Text: n.Value, Line: n.Line})
 	}
 	return c, nil
+}
+
+// decodeInput decodes an entry's input mapping (input name -> value) in time
+// linear in its size: yaml.v3 checks the keys of a mapping it decodes
+// pairwise, which made one entry of 200,000 inputs take minutes. Each value
+// is decoded on its own by yaml.v3, and repeated names are found with a map.
+func decodeInput(path string, n *yaml.Node) (map[string]any, error) {
+	switch {
+	case n.Kind == 0, n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		return nil, nil
+	case n.Kind == yaml.AliasNode || n.Kind == yaml.MappingNode && hasMergeKey(n):
+		// Rare and small: leave aliases and merge keys to yaml.v3.
+		var m map[string]any
+		if err := n.Decode(&m); err != nil {
+			return nil, invalidf("%s:%d: input: %s", path, n.Line, yamlMessage(err))
+		}
+		return m, nil
+	case n.Kind != yaml.MappingNode:
+		return nil, invalidf("%s:%d: input must be a mapping of input name -> value", path, n.Line)
+	}
+	m := make(map[string]any, len(n.Content)/2)
+	lines := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, invalidf("%s:%d: an input name must be plain text", path, k.Line)
+		}
+		if first, dup := lines[k.Value]; dup {
+			return nil, invalidf("%s:%d: input %q is given twice (first at line %d)", path, k.Line, k.Value, first)
+		}
+		lines[k.Value] = k.Line
+		var x any
+		if err := v.Decode(&x); err != nil {
+			return nil, invalidf("%s:%d: input %q: %s", path, v.Line, k.Value, yamlMessage(err))
+		}
+		m[k.Value] = x
+	}
+	return m, nil
+}
+
+// hasMergeKey reports whether mapping n holds a YAML merge key ("<<").
+func hasMergeKey(n *yaml.Node) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge") {
+			return true
+		}
+	}
+	return false
 }
 
 var refRe = regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)::([a-z_][a-z0-9_]*)$`)

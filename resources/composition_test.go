@@ -146,6 +146,49 @@ func TestCreateComposition(t *testing.T) {
 	})
 }
 
+// TestCompositionInputYAML: an entry's inputs are decoded one by one (for
+// speed), with the meaning yaml.v3 gives them: typed values, aliases, merge
+// keys, and a missing or null input.
+func TestCompositionInputYAML(t *testing.T) {
+	path, env := compDir(t, `resources:
+  - id: a
+    from: ${BASES}/haproxy
+    input:
+      dir: /a
+      ports: &ports [1, 2]
+      backends: [x, "y"]
+  - id: b
+    from: ${BASES}/haproxy
+    input: {dir: /b, ports: *ports}
+  - id: c
+    from: ${BASES}/haproxy
+    input:
+      <<: {dir: /c, ports: [3]}
+      backends: [z]
+  - id: d
+    from: ${BASES}/noop
+    input: ~
+  - id: e
+    from: ${BASES}/noop
+`)
+	comp, err := LoadComposition(path, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"dir": "/a", "ports": []any{1, 2}, "backends": []any{"x", "y"}},
+		{"dir": "/b", "ports": []any{1, 2}},
+		{"dir": "/c", "ports": []any{3}, "backends": []any{"z"}},
+		nil,
+		nil,
+	}
+	for i, r := range comp.Resources {
+		if diff := cmp.Diff(want[i], r.Input); diff != "" {
+			t.Errorf("%s input (-want +got):\n%s", r.ID, diff)
+		}
+	}
+}
+
 func TestCompositionReferencesExistingResources(t *testing.T) {
 	db := openStore(t)
 	update(t, db, func(cat *Catalog) { mustCreate(t, cat, "pw", realBase(t, "noop"), "value=s3cret") })
@@ -235,6 +278,16 @@ func TestCompositionErrors(t *testing.T) {
 			kind: ErrInvalid, want: []string{"c.yaml:4", `unknown key "colour"`}},
 		{name: "bad tag", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    tags: [\"=x\"]\n",
 			kind: ErrInvalid, want: []string{"c.yaml:2"}},
+		{name: "input given twice", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    input:\n      value: x\n      value: y\n",
+			kind: ErrInvalid, want: []string{`c.yaml:6: input "value" is given twice (first at line 5)`}},
+		{name: "input not a mapping", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    input: [value]\n",
+			kind: ErrInvalid, want: []string{"c.yaml:4", "input must be a mapping"}},
+		{name: "input name not text", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    input: {[value]: x}\n",
+			kind: ErrInvalid, want: []string{"c.yaml:4", "input name must be plain text"}},
+		{name: "tag with a line break", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    tags: [\"k=a\\nb\"]\n",
+			kind: ErrInvalid, want: []string{"c.yaml:2", `invalid tag "k=a\nb"`, "control character"}},
+		{name: "tag ending in a tab", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    tags: [\"k=a\\t\"]\n",
+			kind: ErrInvalid, want: []string{"c.yaml:2", `invalid tag "k=a\t"`, "control character"}},
 		{name: "bad meta", comp: "resources:\n  - id: a\n    from: ${BASES}/noop\n    meta: {retry: lots}\n",
 			kind: ErrInvalid, want: []string{"c.yaml:2", `retry="lots"`}},
 		{name: "bad composition name", compName: "My Stack", comp: "resources:\n" + node,
