@@ -56,8 +56,11 @@ func where(err error) string {
 	return "solar"
 }
 
+// oneLine makes an error message one line that is safe on a terminal: its
+// line breaks become "; ", and control characters from data it quotes
+// (file names, values) are escaped.
 func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	return app.Escape(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; "))
 }
 
 // NewRoot builds the command tree.

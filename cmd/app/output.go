@@ -53,7 +53,7 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 	for i, row := range rows {
 		safe[i] = make([]string, len(row))
 		for j, cell := range row {
-			safe[i][j] = Escape(cell)
+			safe[i][j] = escapeCell(cell)
 		}
 	}
 	if err := t.Bulk(safe); err != nil {
@@ -84,32 +84,39 @@ func Count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// Escape keeps control characters in data (a value holding an escape
-// sequence or a line break) off the operator's terminal: they are written
-// as Go escapes (\x1b, \n). Colour that solar itself adds (Paint) is kept.
+// Escape keeps data (a value holding an escape sequence or a line break, a
+// file name, a script's output) from acting on the operator's terminal. A
+// string with nothing to hide is returned as it is; otherwise it is written
+// as strconv.Quote would, without the quotes: control characters (C0 and
+// C1, such as \x1b, \n, \u009b), bytes that are not UTF-8 and the
+// invisible bidirectional controls become Go escapes, a backslash is
+// doubled so that the result reads back unambiguously, and ordinary
+// unicode stays as it is. A tab is kept: it is harmless on a terminal and
+// common in script output. Every human view prints data through Escape
+// (Table does it per cell); JSON needs nothing, encoding/json escapes.
 func Escape(s string) string {
-	clean := true
-	for _, r := range s {
-		if unicode.IsControl(r) && r != '\t' {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	return escape(s, true)
+}
+
+// escape is Escape, with keepTab false for table cells, where a tab would
+// break the columns.
+func escape(s string, keepTab bool) string {
+	if clean(s, keepTab) {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
-		if p := paintPrefix(s[i:]); p > 0 {
-			b.WriteString(s[i : i+p])
-			i += p
-			continue
-		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if unicode.IsControl(r) && r != '\t' {
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case hidden(r, keepTab):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
-		} else {
+		default:
 			b.WriteString(s[i : i+size])
 		}
 		i += size
@@ -117,13 +124,54 @@ func Escape(s string) string {
 	return b.String()
 }
 
-// paintPrefix returns the length of a colour code Paint writes at the start
-// of s, or 0.
-func paintPrefix(s string) int {
-	for _, code := range []string{"\033[0m", "\033[2m", "\033[31m", "\033[32m", "\033[33m"} {
-		if strings.HasPrefix(s, code) {
-			return len(code)
+// clean reports whether s has nothing escape would change (backslashes
+// alone are left as they are).
+func clean(s string, keepTab bool) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				if c != '\t' || !keepTab {
+					return false
+				}
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || hidden(r, keepTab) {
+			return false
+		}
+		i += size
 	}
-	return 0
+	return true
+}
+
+// hidden reports whether r must not reach a terminal as it is: a control
+// character, or a bidirectional control that reorders what follows it.
+func hidden(r rune, keepTab bool) bool {
+	if r == '\t' {
+		return !keepTab
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// escapeCell escapes a table cell, keeping a status coloured by Paint (the
+// only control sequences solar itself writes into a cell) as it is.
+func escapeCell(cell string) string {
+	if isPainted(cell) {
+		return cell
+	}
+	return escape(cell, false)
+}
+
+// isPainted reports whether cell is exactly what Paint writes for a status
+// on a terminal, and nothing that only looks like it.
+func isPainted(cell string) bool {
+	rest, ok := strings.CutSuffix(cell, "\033[0m")
+	if !ok || !strings.HasPrefix(rest, "\033[") {
+		return false
+	}
+	_, status, ok := strings.Cut(rest, "m")
+	return ok && clean(status, false) && Paint(status, true) == cell
 }

@@ -53,22 +53,58 @@ func TestPaintOnlyWhenAsked(t *testing.T) {
 }
 
 func TestEscapeKeepsControlCharactersOffTheTerminal(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain é value":      "plain é value",
-		"clear\x1b[2Jscreen": `clear\x1b[2Jscreen`,
-		"two\nlines\r":       `two\nlines\r`,
-		"tab\tstays":         "tab\tstays",
-		Paint("ERROR", true): Paint("ERROR", true),
+	for _, tt := range []struct{ in, want string }{
+		{"plain é value, 日本 ✓", "plain é value, 日本 ✓"},
+		{`C:\dir`, `C:\dir`}, // nothing to escape: backslashes stay single
+		{"clear\x1b[2Jscreen", `clear\x1b[2Jscreen`},
+		{"two\nlines\r", `two\nlines\r`},
+		{"nul\x00bell\x07del\x7f", `nul\x00bell\adel\x7f`},
+		{"c1 csi \u009b2J", `c1 csi \u009b2J`},
+		{"not utf-8 \x9b2J", `not utf-8 \x9b2J`},
+		{"bidi \u202egnp.exe", `bidi \u202egnp.exe`},
+		{"tab\tstays", "tab\tstays"},
+		// Once something is escaped, a backslash is doubled, so that a
+		// literal \x1b in data cannot pass for an escaped ESC.
+		{"a\\x1b and \x1b", `a\\x1b and \x1b`},
+		// Colour is solar's to add, not data's.
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{Paint("ERROR", true), `\x1b[31mERROR\x1b[0m`},
 	} {
-		if got := Escape(in); got != want {
-			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		if got := Escape(tt.in); got != tt.want {
+			t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+func TestTableEscapesEveryCell(t *testing.T) {
 	var b bytes.Buffer
-	if err := Table(&b, []string{"name", "value"}, [][]string{{"x", "a\x1b]0;pwned\x07b"}}); err != nil {
+	rows := [][]string{
+		{"x", "a\x1b]0;pwned\x07b"},
+		{"tab", "a\tb"},
+		{"fake colour", "\x1b[31mERROR\x1b[0m\x1b[2J"},
+		{"painted", Paint("ERROR", true)},
+	}
+	if err := Table(&b, []string{"name", "value"}, rows); err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(b.String(), "\x1b\x07") {
-		t.Fatalf("a table printed control characters: %q", b.String())
+	want := []string{
+		"NAME         VALUE",
+		`x            a\x1b]0;pwned\ab`,
+		`tab          a\tb`,
+		`fake colour  \x1b[31mERROR\x1b[0m\x1b[2J`,
+		// tablewriter pads a coloured cell, then resets the colour again.
+		"painted      " + Paint("ERROR", true),
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("table has %d lines, want %d:\n%s", len(lines), len(want), b.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) || strings.Contains(lines[i][len(w):], "\x1b[2J") {
+			t.Errorf("table line %d:\n got %q\nwant %q", i, lines[i], w)
+		}
+	}
+	if got := strings.Count(b.String(), "\x1b"); got != 3 {
+		t.Errorf("table holds %d ESC bytes, want the 3 of the painted status and its reset:\n%q", got, b.String())
 	}
 }

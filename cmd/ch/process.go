@@ -94,7 +94,7 @@ func processRun(opts *ProcessOptions) error {
 	if rec == nil {
 		sel := ""
 		if len(opts.Tags) > 0 {
-			sel = " for -t " + strings.Join(opts.Tags, " -t ")
+			sel = " for -t " + app.Escape(strings.Join(opts.Tags, " -t "))
 		}
 		msg := fmt.Sprintf("nothing staged%s; no plan written", sel)
 		fmt.Fprintln(w, msg)

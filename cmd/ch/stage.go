@@ -141,7 +141,7 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 			fmt.Fprintln(w)
 		}
 		if t := tagsText(e); t != "" {
-			fmt.Fprintf(w, "%s  (%s) [%s]\n", e.Key, e.Cause, t)
+			fmt.Fprintf(w, "%s  (%s) [%s]\n", e.Key, e.Cause, app.Escape(t))
 		} else {
 			fmt.Fprintf(w, "%s  (%s)\n", e.Key, e.Cause)
 		}

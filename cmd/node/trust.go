@@ -79,7 +79,7 @@ func trustRun(opts *TrustOptions) error {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	fp := sshx.FingerprintOf(key)
-	fmt.Fprintf(a.IO.Err, "node %s (%s) offers %s key %s\n", n.Name, n.Addr(), key.Type(), fp)
+	fmt.Fprintf(a.IO.Err, "node %s (%s) offers %s key %s\n", n.Name, app.Escape(n.Addr()), key.Type(), fp)
 	switch {
 	case opts.Fingerprint != "":
 		want := opts.Fingerprint
@@ -113,11 +113,11 @@ func trustRun(opts *TrustOptions) error {
 	}
 	switch {
 	case old == nil:
-		fmt.Fprintf(a.IO.Out, "trusted node %s (%s): %s\n", n.Name, n.Addr(), fp)
+		fmt.Fprintf(a.IO.Out, "trusted node %s (%s): %s\n", n.Name, app.Escape(n.Addr()), fp)
 	case old.Fingerprint == fp:
-		fmt.Fprintf(a.IO.Out, "node %s (%s) was already trusted with %s\n", n.Name, n.Addr(), fp)
+		fmt.Fprintf(a.IO.Out, "node %s (%s) was already trusted with %s\n", n.Name, app.Escape(n.Addr()), fp)
 	default:
-		fmt.Fprintf(a.IO.Out, "trusted node %s (%s): %s (replaces %s)\n", n.Name, n.Addr(), fp, old.Fingerprint)
+		fmt.Fprintf(a.IO.Out, "trusted node %s (%s): %s (replaces %s)\n", n.Name, app.Escape(n.Addr()), fp, old.Fingerprint)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func createRun(opts *CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "created %s from %s%s\n", opts.Name, base.Name, stagedNote(staged))
+	fmt.Fprintf(opts.App.IO.Out, "created %s from %s%s\n", opts.Name, app.Escape(base.Name), stagedNote(staged))
 	return nil
 }
 
@@ -174,7 +174,7 @@ func createComposition(opts *CreateOptions) error {
 		return err
 	}
 	fmt.Fprintf(opts.App.IO.Out, "created %s, %s and %s from %s; staged %s\n",
-		app.Count(len(res.Resources), "resource"), app.Count(len(res.Connections), "connection"), app.Count(added, "rule"), opts.Base, app.Count(len(staged), "entry"))
+		app.Count(len(res.Resources), "resource"), app.Count(len(res.Connections), "connection"), app.Count(added, "rule"), app.Escape(opts.Base), app.Count(len(staged), "entry"))
 	return nil
 }
 

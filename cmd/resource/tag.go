@@ -58,6 +58,6 @@ func tagRun(opts *TagOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.App.IO.Out, "%s tags: %s\n", r.Name, strings.Join(r.Tags.Strings(), ", "))
+	fmt.Fprintf(opts.App.IO.Out, "%s tags: %s\n", r.Name, app.Escape(strings.Join(r.Tags.Strings(), ", ")))
 	return nil
 }
