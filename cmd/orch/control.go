@@ -3,6 +3,7 @@ package orch
 import (
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -123,8 +124,8 @@ started cannot be filtered out (the command fails and changes nothing).` + "\n" 
 			return filterRun(opts)
 		},
 	}
-	c.Flags().StringSliceVar(&opts.Starts, "start", nil, "tasks to start from")
-	c.Flags().StringSliceVar(&opts.Ends, "end", nil, "tasks to end at")
+	c.Flags().StringArrayVar(&opts.Starts, "start", nil, "task to start from (repeatable)")
+	c.Flags().StringArrayVar(&opts.Ends, "end", nil, "task to end at (repeatable)")
 	return c
 }
 
@@ -142,7 +143,7 @@ func filterRun(opts *FilterOptions) error {
 		if err != nil {
 			return err
 		}
-		keep, err := orch.Filter(rec.Plan, opts.Starts, opts.Ends)
+		keep, err := orch.Filter(rec.Plan, splitCommas(opts.Starts), splitCommas(opts.Ends))
 		if err != nil {
 			return err
 		}
@@ -154,4 +155,14 @@ func filterRun(opts *FilterOptions) error {
 	}
 	fmt.Fprintf(opts.App.IO.Out, "plan %s: %s skipped as filtered\n", uid, app.Count(skipped, "task"))
 	return nil
+}
+
+// splitCommas splits flag values given as "a,b" (not as CSV: a line break
+// in a value must not silently drop what follows it).
+func splitCommas(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		out = append(out, strings.Split(v, ",")...)
+	}
+	return out
 }

@@ -111,11 +111,11 @@ func printView(w io.Writer, v resourceView) error {
 		state = " (removal staged)"
 	}
 	fmt.Fprintf(w, "%s%s\n", v.Name, state)
-	fmt.Fprintf(w, "  base:     %s (%s, %s)\n", v.Base, v.Handler, v.BaseDir)
+	fmt.Fprintf(w, "  base:     %s (%s, %s)\n", app.Escape(v.Base), v.Handler, app.Escape(v.BaseDir))
 	if v.Location != "" {
-		fmt.Fprintf(w, "  location: %s\n", v.Location)
+		fmt.Fprintf(w, "  location: %s\n", app.Escape(v.Location))
 	}
-	fmt.Fprintf(w, "  tags:     %s\n", strings.Join(v.Tags, ", "))
+	fmt.Fprintf(w, "  tags:     %s\n", app.Escape(strings.Join(v.Tags, ", ")))
 	fmt.Fprintf(w, "  actions:  %s\n", strings.Join(v.Actions, ", "))
 	meta := fmt.Sprintf("retry=%d", v.Meta.Retry)
 	if v.Meta.Delay != "" {
