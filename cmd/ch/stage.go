@@ -70,25 +70,16 @@ nothing changed.` + "\n" + app.ExitHelp,
 	return c
 }
 
-type changeView struct {
-	Op         string `json:"op"`
-	Key        string `json:"key"`
-	Connection bool   `json:"connection"`
-	Old        any    `json:"old"`
-	New        any    `json:"new"`
-	Text       string `json:"text"`
-}
-
 type entryView struct {
-	Key        string       `json:"key"`
-	Resource   string       `json:"resource"`
-	Action     string       `json:"action"`
-	Seq        uint64       `json:"seq"`
-	Tags       []string     `json:"tags"`
-	Cause      string       `json:"cause"`
-	AffectedBy []string     `json:"affected_by"`
-	StagedAt   string       `json:"staged_at"`
-	Diff       []changeView `json:"diff"`
+	Key        string           `json:"key"`
+	Resource   string           `json:"resource"`
+	Action     string           `json:"action"`
+	Seq        uint64           `json:"seq"`
+	Tags       []string         `json:"tags"`
+	Cause      string           `json:"cause"`
+	AffectedBy []string         `json:"affected_by"`
+	StagedAt   string           `json:"staged_at"`
+	Diff       []app.ChangeView `json:"diff"`
 }
 
 type stagedView struct {
@@ -96,24 +87,9 @@ type stagedView struct {
 	Entries       []entryView `json:"entries"`
 }
 
-func mask(c staging.Change, v any) any {
-	if c.Sensitive && v != nil {
-		return app.Mask
-	}
-	return v
-}
-
-func diffView(d []staging.Change) []changeView {
-	out := make([]changeView, 0, len(d))
-	for _, c := range d {
-		out = append(out, changeView{Op: c.Op, Key: c.Key, Connection: c.Connection, Old: mask(c, c.Old), New: mask(c, c.New), Text: staging.FormatChange(c)})
-	}
-	return out
-}
-
 func newEntryView(e *staging.Entry) entryView {
 	v := entryView{Key: e.Key, Resource: e.Resource, Action: e.Action, Seq: e.Seq, Tags: e.Tags.Strings(), Cause: e.Cause,
-		AffectedBy: e.AffectedBy, StagedAt: e.StagedAt.Format("2006-01-02T15:04:05Z"), Diff: diffView(e.Diff)}
+		AffectedBy: e.AffectedBy, StagedAt: e.StagedAt.Format("2006-01-02T15:04:05Z"), Diff: app.DiffView(e.Diff)}
 	if v.AffectedBy == nil {
 		v.AffectedBy = []string{}
 	}
