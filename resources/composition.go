@@ -194,13 +194,22 @@ type CompositionResult struct {
 
 // CreateComposition creates every resource of comp, then connects the
 // "other::input" references and locations, then checks required inputs.
-// The caller's transaction makes it all-or-nothing.
-func (c *Catalog) CreateComposition(name string, comp *Composition) (*CompositionResult, error) {
+// The caller's transaction makes it all-or-nothing. Its writes reach the
+// transaction in key order when it returns (see bulk).
+func (c *Catalog) CreateComposition(name string, comp *Composition) (res *CompositionResult, err error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
+	if c.bulk == nil {
+		c.startBulk()
+		defer func() {
+			if ferr := c.endBulk(); ferr != nil && err == nil {
+				res, err = nil, ferr
+			}
+		}()
+	}
 	bases := map[string]*Base{}
-	res := &CompositionResult{}
+	res = &CompositionResult{}
 	type pending struct {
 		emitter, receiver string
 		m                 Mapping

@@ -109,7 +109,7 @@ func (c *Catalog) Incoming(receiver string) ([]Connection, error) {
 		return cs, nil
 	}
 	var cs []Connection
-	err := c.tx.ForEach(store.Connections, inPrefix(receiver), func(_ string, v []byte) error {
+	err := c.forEach(store.Connections, inPrefix(receiver), func(_ string, v []byte) error {
 		var conn Connection
 		if err := json.Unmarshal(v, &conn); err != nil {
 			return fmt.Errorf("decode connection into %s: %w", receiver, err)
@@ -143,7 +143,7 @@ func (c *Catalog) Connection(emitter, receiver string) (*Connection, bool) {
 func (c *Catalog) Receivers(emitter string) ([]string, error) {
 	var out []string
 	p := outPrefix(emitter)
-	err := c.tx.ForEach(store.Connections, p, func(k string, _ []byte) error {
+	err := c.forEach(store.Connections, p, func(k string, _ []byte) error {
 		out = append(out, strings.TrimPrefix(k, p))
 		return nil
 	})
@@ -153,7 +153,7 @@ func (c *Catalog) Receivers(emitter string) ([]string, error) {
 // AllConnections returns every connection, by receiver then order.
 func (c *Catalog) AllConnections() ([]Connection, error) {
 	var out []Connection
-	err := c.tx.ForEach(store.Connections, "in/", func(_ string, v []byte) error {
+	err := c.forEach(store.Connections, "in/", func(_ string, v []byte) error {
 		var conn Connection
 		if err := json.Unmarshal(v, &conn); err != nil {
 			return fmt.Errorf("decode connection: %w", err)
@@ -258,10 +258,10 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if err != nil {
 		return nil, err
 	}
-	if err := c.tx.Put(store.Connections, inKey(receiver, emitter), raw); err != nil {
+	if err := c.put(store.Connections, inKey(receiver, emitter), raw); err != nil {
 		return nil, err
 	}
-	if err := c.tx.Put(store.Connections, outKey(emitter, receiver), nil); err != nil {
+	if err := c.put(store.Connections, outKey(emitter, receiver), nil); err != nil {
 		return nil, err
 	}
 	if err := c.forget(receiver); err != nil {
@@ -453,7 +453,7 @@ func (c *Catalog) AddConnectionRules(emitter, receiver string, rules []string) e
 	if err != nil {
 		return err
 	}
-	if err := c.tx.Put(store.Connections, inKey(receiver, emitter), raw); err != nil {
+	if err := c.put(store.Connections, inKey(receiver, emitter), raw); err != nil {
 		return err
 	}
 	delete(c.in, receiver)
@@ -478,10 +478,10 @@ func (c *Catalog) Disconnect(emitter, receiver string) (*Connection, error) {
 }
 
 func (c *Catalog) deleteConn(emitter, receiver string) error {
-	if err := c.tx.Delete(store.Connections, inKey(receiver, emitter)); err != nil {
+	if err := c.del(store.Connections, inKey(receiver, emitter)); err != nil {
 		return err
 	}
-	if err := c.tx.Delete(store.Connections, outKey(emitter, receiver)); err != nil {
+	if err := c.del(store.Connections, outKey(emitter, receiver)); err != nil {
 		return err
 	}
 	return c.forget(receiver)
@@ -546,7 +546,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.tx.Put(store.Effective, name, raw); err != nil {
+		if err := c.put(store.Effective, name, raw); err != nil {
 			return nil, err
 		}
 	}
@@ -555,7 +555,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 
 // storedEffective reads the effective inputs a write transaction kept.
 func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
-	raw, err := c.tx.Get(store.Effective, name)
+	raw, err := c.get(store.Effective, name)
 	if err != nil {
 		return nil, false, nil
 	}

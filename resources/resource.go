@@ -111,6 +111,9 @@ type Catalog struct {
 	sens     map[string]map[string]bool
 	sensIn   map[string]map[string]bool
 	sensBusy map[string]bool
+	// bulk keeps the writes of a composition until it ends (see bulk.go);
+	// nil otherwise.
+	bulk *bulk
 }
 
 // NewCatalog returns a catalog over tx.
@@ -131,7 +134,7 @@ func (c *Catalog) Get(name string) (*Resource, error) {
 		}
 		return r, nil
 	}
-	raw, err := c.tx.Get(store.Resources, name)
+	raw, err := c.get(store.Resources, name)
 	if err != nil {
 		c.res[name] = nil
 		return nil, notFound(name)
@@ -169,7 +172,7 @@ func (c *Catalog) Put(r *Resource) error {
 	if err != nil {
 		return fmt.Errorf("encode resource %s: %w", r.Name, err)
 	}
-	if err := c.tx.Put(store.Resources, r.Name, raw); err != nil {
+	if err := c.put(store.Resources, r.Name, raw); err != nil {
 		return err
 	}
 	c.res[r.Name] = r
@@ -196,7 +199,7 @@ func (c *Catalog) Delete(name string) error {
 			return err
 		}
 	}
-	if err := c.tx.Delete(store.Resources, name); err != nil {
+	if err := c.del(store.Resources, name); err != nil {
 		return err
 	}
 	c.res[name] = nil
@@ -218,10 +221,10 @@ func (c *Catalog) forget(name string) error {
 		delete(c.eff, d)
 		delete(c.sens, d)
 		delete(c.sensIn, d)
-		if err := c.tx.Delete(store.Effective, d); err != nil {
+		if err := c.del(store.Effective, d); err != nil {
 			return err
 		}
-		if err := c.tx.Delete(store.Effective, sensKey(d)); err != nil {
+		if err := c.del(store.Effective, sensKey(d)); err != nil {
 			return err
 		}
 	}
@@ -232,7 +235,7 @@ func (c *Catalog) forget(name string) error {
 // expression (nil matches all).
 func (c *Catalog) List(filter *tags.Expr) ([]*Resource, error) {
 	var names []string
-	if err := c.tx.ForEach(store.Resources, "", func(k string, _ []byte) error {
+	if err := c.forEach(store.Resources, "", func(k string, _ []byte) error {
 		names = append(names, k)
 		return nil
 	}); err != nil {

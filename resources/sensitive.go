@@ -95,7 +95,7 @@ func (c *Catalog) keepSensitive(name string, sens map[string]bool) error {
 	if _, err := c.Effective(name); err != nil {
 		return err
 	}
-	raw, err := c.tx.Get(store.Effective, name)
+	raw, err := c.get(store.Effective, name)
 	if err != nil {
 		return nil // nothing kept to tie it to (a resource with no connections)
 	}
@@ -107,13 +107,13 @@ func (c *Catalog) keepSensitive(name string, sens map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	return c.tx.Put(store.Effective, sensKey(name), b)
+	return c.put(store.Effective, sensKey(name), b)
 }
 
 // storedSensitive reads the sensitivity a write transaction kept, if it
 // still belongs to the kept effective values.
 func (c *Catalog) storedSensitive(name string) (map[string]bool, bool, error) {
-	raw, err := c.tx.Get(store.Effective, sensKey(name))
+	raw, err := c.get(store.Effective, sensKey(name))
 	if err != nil {
 		return nil, false, nil
 	}
@@ -121,7 +121,7 @@ func (c *Catalog) storedSensitive(name string) (map[string]bool, bool, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, false, fmt.Errorf("decode sensitive inputs of %s: %w", name, err)
 	}
-	eff, err := c.tx.Get(store.Effective, name)
+	eff, err := c.get(store.Effective, name)
 	if err != nil || digest(eff) != rec.Effective {
 		return nil, false, nil
 	}

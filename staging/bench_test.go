@@ -2,8 +2,10 @@ package staging_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
+	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
@@ -76,4 +78,73 @@ func benchComposition(b *testing.B, n int, emitter func(names []string, i int) s
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCreateChain measures what "solar resource create NAME
+// composition.yaml" does with a composition of n noop resources, each
+// taking its value from the one before ("rI::value"): create and connect
+// them, add the default rules and stage them, in one transaction. Names are
+// r1, r2, ... r10, ...: unpadded, so that creation order is not key order.
+// SPEC section 10: near-linear growth, a 100k chain under 8 s.
+func BenchmarkCreateChain(b *testing.B) {
+	for _, n := range []int{10000, 30000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			comp := chainComposition(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				db := openStore(b)
+				b.StartTimer()
+				if err := db.Update(func(tx *store.Tx) error { return createComposition(tx, comp) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// chainComposition returns a composition of n chained noop resources.
+func chainComposition(n int) *resources.Composition {
+	comp := &resources.Composition{Path: "chain.yaml", Resources: make([]resources.CompResource, n)}
+	for i := range n {
+		in := map[string]any{"value": "head"}
+		if i > 0 {
+			in["value"] = fmt.Sprintf("r%d::value", i)
+		}
+		comp.Resources[i] = resources.CompResource{ID: fmt.Sprintf("r%d", i+1), From: filepath.Join("..", "testdata", "resources", "noop"), Input: in, Line: i + 2}
+	}
+	return comp
+}
+
+// createComposition does in tx what "solar resource create" does with a
+// composition: create it, add the default rules of its connections and
+// stage every resource.
+func createComposition(tx *store.Tx, comp *resources.Composition) error {
+	cat := resources.NewCatalog(tx)
+	res, err := cat.CreateComposition("bench", comp)
+	if err != nil {
+		return err
+	}
+	pairs := make([]events.Pair, len(res.Connections))
+	for i, c := range res.Connections {
+		pairs[i] = events.Pair{Emitter: c.Emitter, Receiver: c.Receiver}
+	}
+	owned, _, err := events.AddDefaults(tx, cat, pairs...)
+	if err != nil {
+		return err
+	}
+	for i, c := range res.Connections {
+		if err := cat.AddConnectionRules(c.Emitter, c.Receiver, owned[i]); err != nil {
+			return err
+		}
+	}
+	names := make([]string, len(res.Resources))
+	for i, r := range res.Resources {
+		names[i] = r.Name
+	}
+	ents, err := staging.New(cat, now).Touch("create", names...)
+	if err == nil && len(ents) != len(names) {
+		err = fmt.Errorf("staged %d entries, want %d", len(ents), len(names))
+	}
+	return err
 }
