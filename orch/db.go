@@ -10,7 +10,7 @@ import (
 // sharedDB opens the store only while the run needs it, so that other solar
 // commands (report, stop) get in while tasks run. It stays open through a
 // burst of writes and closes after Idle without use; while a burst lasts
-// longer than yield and another process waits for the file (store.Waiting),
+// longer than yield and another process waits for the file (DB.Waiting),
 // it still closes for a moment, since that process polls the file lock and
 // would otherwise wait for the whole run.
 type sharedDB struct {
@@ -44,13 +44,13 @@ func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield && store.Waiting(s.path) {
+	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield && s.db.Waiting() {
 		// Let the waiting process in: bbolt's lock wait polls every 50ms.
 		s.closeLocked()
 		time.Sleep(60 * time.Millisecond)
 	}
 	if s.db == nil {
-		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait})
+		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait, Journal: true})
 		if err != nil {
 			return nil, 0, err
 		}

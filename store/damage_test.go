@@ -119,14 +119,14 @@ func TestDeadWaiterLeavesNoWaitingSignal(t *testing.T) {
 		_, _ = Open(os.Getenv("SOLAR_STORE_WAITER"), Options{LockWait: time.Minute})
 		return
 	}
-	_, p := open(t)
+	db, p := open(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDeadWaiterLeavesNoWaitingSignal$")
 	cmd.Env = append(os.Environ(), "SOLAR_STORE_WAITER="+p)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !Waiting(p) {
+	for !db.Waiting() {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			t.Fatal("the waiting process never showed as waiting")
@@ -135,10 +135,10 @@ func TestDeadWaiterLeavesNoWaitingSignal(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	if _, err := os.Stat(waitingPath(p)); err != nil {
+	if _, err := os.Stat(p + ".waiting"); err != nil {
 		t.Fatalf("marker file: %v (the test expects the killed waiter to leave it)", err)
 	}
-	if Waiting(p) {
+	if db.Waiting() {
 		t.Fatal("a killed waiter still counts as waiting")
 	}
 }

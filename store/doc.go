@@ -1,18 +1,15 @@
-// Package store owns solar's persistent state: one bbolt file holding every
-// bucket the other packages fill (resources, connections, events, the staged
-// log, history, committed state and plans).
+// Package store is solar's persistent state as domain packages see it:
+// named buckets (resources, connections, events, the staged log, history,
+// committed state, plans, ...) of byte-ordered keys, reached only through
+// Tx. Where the bytes live is a backend's business (store/kv is the seam):
+// a bbolt file by default (store/bolt).
 //
 // Contracts:
 //   - Every solar command runs in exactly one transaction: View for reads,
-//     Update for writes. An Update either commits entirely or leaves the file
-//     untouched.
-//   - Only one process holds the file at a time. Open waits up to the given
-//     timeout for the lock and then fails with ErrLocked; it never blocks
-//     forever and never opens a file another process is writing.
-//   - The file carries a schema version; Open refuses a file written by a
+//     Update for writes. An Update either commits entirely or leaves the
+//     store untouched.
+//   - Open waits up to the given timeout for another process's lock and then
+//     fails with ErrLocked; it never blocks forever.
+//   - The store carries a schema version; Open refuses one written by a
 //     newer, incompatible solar with ErrSchema.
-//
-// Domain packages reach the data only through Tx's bucket-level methods
-// (Get, Put, Delete, ForEach, NextSequence), so a different backend (etcd,
-// for teams) can implement the same surface later.
 package store

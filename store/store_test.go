@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/solarops/solar/store/bolt"
 )
 
 // open returns a store in a temp dir, checked for consistency at cleanup.
@@ -52,9 +52,7 @@ func TestSecondOpenWaitsThenFailsWithErrLocked(t *testing.T) {
 
 func TestSchemaVersionIsChecked(t *testing.T) {
 	db, p := open(t)
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(meta)).Put([]byte("schema_version"), []byte("99"))
-	}); err != nil {
+	if err := db.Backend().(*bolt.Store).SetSchemaVersion("99"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

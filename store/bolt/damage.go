@@ -1,8 +1,7 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -10,47 +9,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/solarops/solar/store/kv"
 )
-
-// ErrDamaged means the store file, or a record in it, is not what solar
-// wrote: truncated, overwritten, or edited by hand. Domain packages wrap it
-// (Damagedf) when a record does not decode; Open and transactions wrap it
-// when bbolt finds the file inconsistent. Commands print the error as it is
-// and exit 1.
-var ErrDamaged = errors.New("damaged")
-
-// Damagedf returns an error wrapping ErrDamaged that names the damaged
-// record. A transaction adds the store's path to it.
-func Damagedf(format string, args ...any) error {
-	return &recordError{msg: fmt.Sprintf(format, args...)}
-}
-
-type recordError struct{ msg string }
-
-func (e *recordError) Error() string { return e.msg }
-func (e *recordError) Unwrap() error { return ErrDamaged }
-
-// DamagedError is a damaged store, named by its file.
-type DamagedError struct {
-	Path   string
-	Detail string
-}
-
-func (e *DamagedError) Error() string {
-	return fmt.Sprintf("store %s is damaged: %s; restore it from a copy", e.Path, e.Detail)
-}
-
-func (e *DamagedError) Unwrap() error { return ErrDamaged }
-
-// named turns an error wrapping ErrDamaged into a DamagedError naming path,
-// once.
-func named(path string, err error) error {
-	var de *DamagedError
-	if err == nil || !errors.Is(err, ErrDamaged) || errors.As(err, &de) {
-		return err
-	}
-	return &DamagedError{Path: path, Detail: err.Error()}
-}
 
 // The bbolt file format, as far as the size check needs it: two meta pages
 // at the start, each a 16-byte page header followed by the meta fields.
@@ -78,7 +39,7 @@ func checkSize(path string) error {
 		return nil
 	}
 	if !st.Mode().IsRegular() {
-		return Damagedf("not a regular file")
+		return kv.Damagedf("not a regular file")
 	}
 	var best struct {
 		ok        bool
@@ -86,7 +47,7 @@ func checkSize(path string) error {
 	}
 	first := make([]byte, metaMinPageLen)
 	if _, err := io.ReadFull(f, first); err != nil {
-		return Damagedf("the file is only %d bytes long", st.Size())
+		return kv.Damagedf("the file is only %d bytes long", st.Size())
 	}
 	pages := []int64{0}
 	if ps, ok := parseMeta(first); ok {
@@ -105,7 +66,7 @@ func checkSize(path string) error {
 		return nil // not a bbolt file at all: bbolt's own error names it
 	}
 	if uint64(st.Size()) < best.end {
-		return Damagedf("the file is %d bytes long but its pages reach byte %d (truncated?)", st.Size(), best.end)
+		return kv.Damagedf("the file is %d bytes long but its pages reach byte %d (truncated?)", st.Size(), best.end)
 	}
 	return nil
 }
@@ -142,7 +103,7 @@ func guard(path string, prev bool, err *error) {
 	if !fromStore(v) {
 		panic(v)
 	}
-	*err = &DamagedError{Path: path, Detail: strings.TrimSpace(fmt.Sprint(v))}
+	*err = &kv.DamagedError{Path: path, Detail: strings.TrimSpace(fmt.Sprint(v))}
 }
 
 // fromStore reports whether the panic being recovered comes from reading the

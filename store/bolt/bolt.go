@@ -1,0 +1,383 @@
+// Package bolt is the store backend of one operator on one machine: one
+// bbolt file, one bucket per store bucket, and a lock between processes (the
+// file's flock). A runner may open it with a journal (journal.go), which
+// makes each of its commits one fdatasync of an append-only file instead of
+// bbolt's two.
+package bolt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/solarops/solar/store/kv"
+)
+
+// DefaultLockWait is how long Open waits for another process to release the
+// file before failing with kv.ErrLocked.
+const DefaultLockWait = 5 * time.Second
+
+// Options tune Open.
+type Options struct {
+	// Buckets are created when missing; Meta is the one holding
+	// "schema_version", which must equal Version.
+	Buckets []string
+	Meta    string
+	Version int
+	// LockWait bounds the wait for another process's lock; zero means
+	// DefaultLockWait.
+	LockWait time.Duration
+	// NoSync skips fsync on commit. Only benchmarks and throwaway stores use
+	// it: a crash may then lose the last transactions.
+	NoSync bool
+	// ReadOnly opens for reading only, under a shared lock: Update fails,
+	// and a missing file is kv.ErrNoStore rather than a new store.
+	ReadOnly bool
+	// Journal makes Update durable through the journal (journal.go): one
+	// fdatasync per commit, folded into the file at checkpoints and on Close.
+	Journal bool
+}
+
+// Store is an open bbolt file.
+type Store struct {
+	db   *bbolt.DB
+	path string
+	opts Options
+	jr   *journal // nil unless Options.Journal
+}
+
+// Open opens (creating if needed, mode 0600) the store at path. With
+// Options.ReadOnly it takes a shared lock instead, so readers do not wait
+// for each other, and works on a read-only file system. A journal left by a
+// process that died is folded into the file first.
+func Open(path string, opts Options) (s *Store, err error) {
+	if opts.LockWait == 0 {
+		opts.LockWait = DefaultLockWait
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s", kv.ErrNoStore, path)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	if err := checkSize(path); err != nil {
+		return nil, kv.Named(path, err)
+	}
+	defer guard(path, debug.SetPanicOnFault(true), &err)
+	b, err := openBolt(path, opts)
+	if err != nil {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, fmt.Errorf("%w (%s); wait for it to finish and try again", kv.ErrLocked, path)
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, &kv.DamagedError{Path: path, Detail: err.Error()}
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s = &Store{db: b, path: path, opts: opts}
+	if !opts.ReadOnly {
+		tighten(path)
+	}
+	err = s.init()
+	if err == nil {
+		err = s.openJournal()
+	}
+	if err != nil {
+		_ = b.Close()
+		if errors.Is(err, errNeedsWrite) {
+			// An older store lacks a bucket, or a dead writer left a
+			// journal: bring the file up to date, then read.
+			rw := opts
+			rw.ReadOnly, rw.Journal = false, false
+			w, err := Open(path, rw)
+			if err != nil {
+				return nil, err
+			}
+			_ = w.Close()
+			return Open(path, opts)
+		}
+		return nil, kv.Named(path, err)
+	}
+	return s, nil
+}
+
+// tighten makes an existing store private: it holds secrets. A file of
+// another user, or one on a read-only file system, is left as it is.
+func tighten(path string) {
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(path, st.Mode().Perm()&0o700)
+	}
+}
+
+// openBolt opens the file, first without waiting. While it waits for
+// another process, it holds a shared lock on a marker file, so a long
+// holder (a running plan) knows to let go for a moment; see Waiting. The
+// kernel drops that lock when this process ends, however it ends.
+func openBolt(path string, opts Options) (*bbolt.DB, error) {
+	// A large initial mmap only reserves address space; it spares big
+	// transactions (a 10,000-resource composition) repeated remaps.
+	o := &bbolt.Options{NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+		InitialMmapSize: 1 << 28, ReadOnly: opts.ReadOnly}
+	o.Timeout = time.Nanosecond // one try
+	b, err := bbolt.Open(path, 0o600, o)
+	if err == nil || !errors.Is(err, berrors.ErrTimeout) {
+		return b, err
+	}
+	if f, err := os.OpenFile(waitingPath(path), os.O_CREATE|os.O_RDONLY|syscall.O_CLOEXEC, 0o600); err == nil {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH) == nil {
+			defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		}
+		defer f.Close()
+	}
+	o.Timeout = opts.LockWait
+	return bbolt.Open(path, 0o600, o)
+}
+
+func waitingPath(path string) string { return path + ".waiting" }
+
+// Waiting reports whether another process is waiting to open the store. A
+// process that holds the store for long checks it between transactions and
+// closes the store for a moment when it is true. A waiter that died left no
+// lock behind, so a leftover marker file means nothing.
+func (s *Store) Waiting() bool {
+	f, err := os.OpenFile(waitingPath(s.path), os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// errNeedsWrite means a read-only open found the file needing a write:
+// buckets missing, or a journal to fold in.
+var errNeedsWrite = errors.New("store needs a write")
+
+// init creates missing buckets and the schema version. A store that is
+// already up to date is only read, so commands that fail or only read leave
+// the file byte for byte as it was.
+func (s *Store) init() error {
+	want := fmt.Sprint(s.opts.Version)
+	ready := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		for _, name := range s.opts.Buckets {
+			if tx.Bucket([]byte(name)) == nil {
+				return nil
+			}
+		}
+		v := tx.Bucket([]byte(s.opts.Meta)).Get([]byte("schema_version"))
+		if v != nil && string(v) != want {
+			return fmt.Errorf("%w: file has version %s, this solar reads version %s", kv.ErrSchema, v, want)
+		}
+		ready = v != nil
+		return nil
+	})
+	if err != nil || ready {
+		return err
+	}
+	if s.db.IsReadOnly() {
+		return errNeedsWrite
+	}
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range s.opts.Buckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket([]byte(s.opts.Meta))
+		v := m.Get([]byte("schema_version"))
+		if v == nil {
+			return m.Put([]byte("schema_version"), []byte(want))
+		}
+		if string(v) != want {
+			return fmt.Errorf("%w: file has version %s, this solar reads version %s", kv.ErrSchema, v, want)
+		}
+		return nil
+	})
+}
+
+// Path returns the file the store lives in.
+func (s *Store) Path() string { return s.path }
+
+// Close folds the journal into the file and releases the file lock.
+func (s *Store) Close() error {
+	var err error
+	if s.jr != nil {
+		err = s.closeJournal()
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Update runs fn in a read-write transaction, committed if fn returns nil and
+// rolled back otherwise. A damaged file or record comes back as a
+// DamagedError naming the file, never as a panic.
+func (s *Store) Update(fn func(kv.Tx) error) (err error) {
+	if s.db.IsReadOnly() {
+		return kv.ErrReadOnly
+	}
+	defer guard(s.path, debug.SetPanicOnFault(true), &err)
+	if s.jr != nil {
+		return kv.Named(s.path, s.journaled(fn))
+	}
+	return kv.Named(s.path, s.db.Update(func(btx *bbolt.Tx) error { return fn(&tx{tx: btx}) }))
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(fn func(kv.Tx) error) (err error) {
+	defer guard(s.path, debug.SetPanicOnFault(true), &err)
+	var pending *overlay
+	if s.jr != nil {
+		// Before the bbolt transaction: a checkpoint holding the lock
+		// may need to remap the file, which waits for open transactions.
+		s.jr.mu.RLock()
+		defer s.jr.mu.RUnlock()
+		if s.jr.pending.size() > 0 {
+			pending = &s.jr.pending
+		}
+	}
+	return kv.Named(s.path, s.db.View(func(btx *bbolt.Tx) error {
+		if pending != nil {
+			return fn(&overlayTx{base: &tx{tx: btx}, layers: []*overlay{pending}})
+		}
+		return fn(&tx{tx: btx})
+	}))
+}
+
+// Check verifies the file's internal consistency (used by tests).
+func (s *Store) Check() error {
+	return s.db.View(func(tx *bbolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+}
+
+// SetSchemaVersion overwrites the stored schema version (tests of the
+// version check use it).
+func (s *Store) SetSchemaVersion(v string) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte(s.opts.Meta)).Put([]byte("schema_version"), []byte(v))
+	})
+}
+
+// tx is a bbolt transaction seen through kv.Tx.
+type tx struct {
+	tx *bbolt.Tx
+}
+
+func (t *tx) bucket(name string) *bbolt.Bucket {
+	b := t.tx.Bucket([]byte(name))
+	if b == nil {
+		panic("store: unknown bucket " + name)
+	}
+	return b
+}
+
+func (t *tx) Writable() bool { return t.tx.Writable() }
+
+func (t *tx) Get(bucket, key string) ([]byte, error) {
+	v := t.bucket(bucket).Get([]byte(key))
+	if v == nil {
+		return nil, kv.ErrNotFound
+	}
+	return bytes.Clone(v), nil
+}
+
+func (t *tx) Has(bucket, key string) bool {
+	return t.bucket(bucket).Get([]byte(key)) != nil
+}
+
+func (t *tx) Put(bucket, key string, value []byte) error {
+	if !t.tx.Writable() {
+		return kv.ErrReadOnly
+	}
+	return t.bucket(bucket).Put([]byte(key), value)
+}
+
+func (t *tx) Delete(bucket, key string) error {
+	if !t.tx.Writable() {
+		return kv.ErrReadOnly
+	}
+	return t.bucket(bucket).Delete([]byte(key))
+}
+
+func (t *tx) ForEach(bucket, prefix string, fn func(key string, value []byte) error) error {
+	c := t.bucket(bucket).Cursor()
+	p := []byte(prefix)
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := fn(string(k), v); err != nil {
+			if errors.Is(err, kv.ErrStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
+	c := t.bucket(bucket).Cursor()
+	p := []byte(prefix)
+	// Seek to the first key past the prefix range, then step back.
+	var k, v []byte
+	if end := after(p); end == nil {
+		k, v = c.Last()
+	} else if k, _ = c.Seek(end); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k != nil && bytes.HasPrefix(k, p) {
+		return string(k), bytes.Clone(v), nil
+	}
+	return "", nil, kv.ErrNotFound
+}
+
+// after returns the least key greater than every key with prefix p, or nil
+// when there is none (p empty or all 0xff).
+func after(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (t *tx) NextSequence(bucket string) (uint64, error) {
+	if !t.tx.Writable() {
+		return 0, kv.ErrReadOnly
+	}
+	return t.bucket(bucket).NextSequence()
+}
+
+// sequence and setSequence let the journal record and replay a bucket's
+// counter as an absolute value.
+func (t *tx) sequence(bucket string) uint64 { return t.bucket(bucket).Sequence() }
+
+func (t *tx) setSequence(bucket string, n uint64) error {
+	b := t.bucket(bucket)
+	if n <= b.Sequence() {
+		return nil
+	}
+	return b.SetSequence(n)
+}

@@ -1,0 +1,379 @@
+package bolt
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/solarops/solar/store/kv"
+)
+
+func testOptions(journal bool) Options {
+	return Options{Buckets: []string{"meta", "one", "two"}, Meta: "meta", Version: 1, Journal: journal}
+}
+
+func mustOpen(t *testing.T, p string, journal bool) *Store {
+	t.Helper()
+	s, err := Open(p, testOptions(journal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// dump returns every key and value of bucket as k=v lines.
+func dump(t *testing.T, s *Store, bucket string) []string {
+	t.Helper()
+	var got []string
+	if err := s.View(func(tx kv.Tx) error {
+		return tx.ForEach(bucket, "", func(k string, v []byte) error {
+			got = append(got, k+"="+string(v))
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestJournalModel runs random transactions against the journal and a map,
+// with checkpoints and failed transactions between them, and compares every
+// read: Get, Has, ForEach and Last over random prefixes, within
+// transactions and after them, and after reopening without the journal.
+func TestJournalModel(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			p := filepath.Join(t.TempDir(), "solar.db")
+			s := mustOpen(t, p, false)
+			model := map[string]string{}
+			// Some keys in the file itself first.
+			if err := s.Update(func(tx kv.Tx) error {
+				for i := range 200 {
+					k := fmt.Sprintf("%c/%d", 'a'+rng.IntN(4), rng.IntN(50))
+					model[k] = fmt.Sprint("file", i)
+					if err := tx.Put("one", k, []byte(model[k])); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s = mustOpen(t, p, true)
+			var seq uint64
+			for round := range 300 {
+				fail := rng.IntN(6) == 0
+				next := maps.Clone(model)
+				nextSeq := seq
+				err := s.Update(func(tx kv.Tx) error {
+					for range 1 + rng.IntN(8) {
+						k := fmt.Sprintf("%c/%d", 'a'+rng.IntN(4), rng.IntN(50))
+						switch rng.IntN(3) {
+						case 0:
+							if err := tx.Delete("one", k); err != nil {
+								return err
+							}
+							delete(next, k)
+						case 1:
+							n, err := tx.NextSequence("one")
+							if err != nil {
+								return err
+							}
+							if n != nextSeq+1 {
+								t.Fatalf("round %d: NextSequence %d after %d", round, n, nextSeq)
+							}
+							nextSeq = n
+						default:
+							v := fmt.Sprint("r", round)
+							if err := tx.Put("one", k, []byte(v)); err != nil {
+								return err
+							}
+							next[k] = v
+						}
+					}
+					compare(t, tx, next, rng)
+					if fail {
+						return errors.New("rolled back")
+					}
+					return nil
+				})
+				if fail != (err != nil) {
+					t.Fatalf("round %d: fail %v, err %v", round, fail, err)
+				}
+				if !fail {
+					model, seq = next, nextSeq
+				}
+				if rng.IntN(40) == 0 {
+					if err := s.checkpoint(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				_ = s.View(func(tx kv.Tx) error { compare(t, tx, model, rng); return nil })
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(journalPath(p)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("journal left after a clean close: %v", err)
+			}
+			s = mustOpen(t, p, false)
+			defer s.Close()
+			_ = s.View(func(tx kv.Tx) error { compare(t, tx, model, rng); return nil })
+			if err := s.Update(func(tx kv.Tx) error {
+				n, err := tx.NextSequence("one")
+				if err == nil && n != seq+1 {
+					t.Errorf("sequence after reopening: %d, want %d", n, seq+1)
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func compare(t *testing.T, tx kv.Tx, model map[string]string, rng *rand.Rand) {
+	t.Helper()
+	prefix := []string{"", "a/", "b/1", "c", "d/4", "e"}[rng.IntN(6)]
+	var want []string
+	for _, k := range slices.Sorted(maps.Keys(model)) {
+		if strings.HasPrefix(k, prefix) {
+			want = append(want, k+"="+model[k])
+		}
+	}
+	var got []string
+	if err := tx.ForEach("one", prefix, func(k string, v []byte) error {
+		got = append(got, k+"="+string(v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ForEach(%q):\n got %q\nwant %q", prefix, got, want)
+	}
+	k, v, err := tx.Last("one", prefix)
+	switch {
+	case len(want) == 0 && !errors.Is(err, kv.ErrNotFound):
+		t.Fatalf("Last(%q) = %q %v, want ErrNotFound", prefix, k, err)
+	case len(want) > 0 && (err != nil || k+"="+string(v) != want[len(want)-1]):
+		t.Fatalf("Last(%q) = %q=%q %v, want %q", prefix, k, v, err, want[len(want)-1])
+	}
+	probe := fmt.Sprintf("%c/%d", 'a'+rng.IntN(4), rng.IntN(50))
+	gv, gerr := tx.Get("one", probe)
+	mv, ok := model[probe]
+	if ok != (gerr == nil) || string(gv) != mv || tx.Has("one", probe) != ok {
+		t.Fatalf("Get(%q) = %q %v, model %q %v", probe, gv, gerr, mv, ok)
+	}
+}
+
+// The child of TestJournalSurvivesKill: commits numbered keys through the
+// journal, reporting each on stdout once Update returned, until killed.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("SOLAR_JOURNAL_CHILD"); p != "" {
+		s, err := Open(p, testOptions(true))
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
+		}
+		for i := 0; ; i++ {
+			if err := s.Update(func(tx kv.Tx) error {
+				if _, err := tx.NextSequence("two"); err != nil {
+					return err
+				}
+				// Filler, so that a few hundred commits pass a checkpoint.
+				for j := range 20 {
+					if err := tx.Put("two", fmt.Sprintf("f%06d-%02d", i, j), []byte("f")); err != nil {
+						return err
+					}
+				}
+				return tx.Put("one", fmt.Sprintf("k%06d", i), []byte(strings.Repeat("v", i%300)))
+			}); err != nil {
+				fmt.Println("update:", err)
+				os.Exit(1)
+			}
+			fmt.Println(i)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// TestJournalSurvivesKill kills a process committing through the journal
+// at random moments; every commit it reported is in the store afterwards,
+// in order, with nothing after a gap, and the journal is folded in.
+func TestJournalSurvivesKill(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	mustOpen(t, p, false).Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	reported := -1
+	for round := range 12 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SOLAR_JOURNAL_CHILD="+p)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Let it commit for a while (past a checkpoint in some rounds).
+		want := 20 + rng.IntN(500)
+		buf := make([]byte, 0, 1<<16)
+		chunk := make([]byte, 4096)
+		last := -1
+		for last < reported+want {
+			n, err := out.Read(chunk)
+			buf = append(buf, chunk[:n]...)
+			lines := strings.Split(string(buf), "\n")
+			if l := lines[len(lines)-2:]; len(lines) >= 2 {
+				if v, err := strconv.Atoi(l[0]); err == nil {
+					last = v
+				}
+			}
+			if err != nil {
+				t.Fatalf("round %d: child stopped: %v: %s", round, err, buf)
+			}
+			if len(buf) > 1<<15 {
+				buf = buf[len(buf)-64:]
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		s := mustOpen(t, p, false)
+		keys := dump(t, s, "one")
+		// The child numbers from 0 every round, overwriting; what matters
+		// is that everything it reported is there.
+		if len(keys) <= last {
+			t.Fatalf("round %d: the child reported key %d, the store has %d keys", round, last, len(keys))
+		}
+		for i, kv := range keys {
+			if !strings.HasPrefix(kv, fmt.Sprintf("k%06d=", i)) {
+				t.Fatalf("round %d: key %d is %q: a gap", round, i, kv)
+			}
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if st, err := os.Stat(journalPath(p)); err == nil && st.Size() > 0 {
+			t.Fatalf("round %d: the journal still holds %d bytes after a fold", round, st.Size())
+		}
+		reported = max(reported, last)
+	}
+}
+
+// A journal cut anywhere inside its last record, or with a byte changed,
+// gives back exactly the records before the damage.
+func TestJournalTornTail(t *testing.T) {
+	dir := t.TempDir()
+	var records [][]byte
+	for i := range 3 {
+		w := &overlay{}
+		w.set("one", fmt.Sprint("k", i), []byte(strings.Repeat("x", 10+i)), false)
+		w.setSeq("two", uint64(i+1))
+		records = append(records, encode(nil, w))
+	}
+	whole := slices.Concat(records...)
+	check := func(name string, journal []byte, want []string, seq uint64) {
+		t.Helper()
+		p := filepath.Join(dir, name+".db")
+		mustOpen(t, p, false).Close()
+		if err := os.WriteFile(journalPath(p), journal, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := mustOpen(t, p, false)
+		defer s.Close()
+		if got := dump(t, s, "one"); !slices.Equal(got, want) {
+			t.Fatalf("%s: %q, want %q", name, got, want)
+		}
+		_ = s.db.View(func(btx *bbolt.Tx) error {
+			if n := btx.Bucket([]byte("two")).Sequence(); n != seq {
+				t.Errorf("%s: sequence %d, want %d", name, n, seq)
+			}
+			return nil
+		})
+		if _, err := os.Stat(journalPath(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: journal not removed after folding: %v", name, err)
+		}
+	}
+	two := []string{"k0=xxxxxxxxxx", "k1=xxxxxxxxxxx"}
+	check("whole", whole, append(two, "k2=xxxxxxxxxxxx"), 3)
+	start := len(records[0]) + len(records[1])
+	for cut := start; cut < len(whole); cut++ {
+		check(fmt.Sprint("cut", cut), whole[:cut], two, 2)
+	}
+	for _, at := range []int{start, start + 5, start + 11, len(whole) - 1} {
+		bad := slices.Clone(whole)
+		bad[at] ^= 0x40
+		check(fmt.Sprint("flip", at), bad, two, 2)
+	}
+	// Damage in the middle record drops it and everything after.
+	bad := slices.Clone(whole)
+	bad[len(records[0])+14] ^= 1
+	check("middle", bad, two[:1], 1)
+}
+
+// A read-only open finding a dead writer's journal folds it in first (so
+// report sees the run's last states) and then reads.
+func TestReadOnlyOpenFoldsJournal(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	mustOpen(t, p, false).Close()
+	w := &overlay{}
+	w.set("one", "from-journal", []byte("yes"), false)
+	if err := os.WriteFile(journalPath(p), encode(nil, w), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(false)
+	o.ReadOnly = true
+	s, err := Open(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := dump(t, s, "one"); !slices.Equal(got, []string{"from-journal=yes"}) {
+		t.Fatalf("read-only open read %q", got)
+	}
+}
+
+// Pending writes are folded in once they pass the threshold, so the
+// journal and the memory it holds stay bounded however long a run is.
+func TestJournalCheckpoints(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	s := mustOpen(t, p, true)
+	defer s.Close()
+	maxEnd := int64(0)
+	for i := range 3 * checkpointEntries {
+		if err := s.Update(func(tx kv.Tx) error { return tx.Put("one", fmt.Sprint("k", i), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+		maxEnd = max(maxEnd, s.jr.end)
+		if s.jr.pending.size() >= checkpointEntries {
+			t.Fatalf("after %d commits %d writes are pending", i+1, s.jr.pending.size())
+		}
+	}
+	st, err := os.Stat(journalPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= maxEnd || st.Size() != s.jr.end {
+		t.Fatalf("journal is %d bytes (its largest %d, expected %d): never emptied", st.Size(), maxEnd, s.jr.end)
+	}
+	if got := len(dump(t, s, "one")); got != 3*checkpointEntries {
+		t.Fatalf("%d keys, want %d", got, 3*checkpointEntries)
+	}
+}

@@ -1,0 +1,292 @@
+package bolt
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/solarops/solar/store/kv"
+)
+
+// overlay is a set of writes not yet in the bbolt file: per bucket, the new
+// value of each key (nil for a deletion) with the keys kept sorted for
+// prefix scans, and the buckets' sequence counters.
+type overlay struct {
+	buckets map[string]*layer
+	seqs    map[string]uint64
+	entries int
+	bytes   int
+}
+
+type layer struct {
+	vals map[string]val
+	keys []string // sorted
+}
+
+type val struct {
+	v       []byte
+	deleted bool
+}
+
+func (o *overlay) size() int { return o.entries + len(o.seqs) }
+
+func (o *overlay) reset() { *o = overlay{} }
+
+func (o *overlay) layer(bucket string, create bool) *layer {
+	l := o.buckets[bucket]
+	if l == nil && create {
+		if o.buckets == nil {
+			o.buckets = map[string]*layer{}
+		}
+		l = &layer{vals: map[string]val{}}
+		o.buckets[bucket] = l
+	}
+	return l
+}
+
+// set records a put (v != nil) or a deletion (v == nil) of key.
+func (o *overlay) set(bucket, key string, v []byte, deleted bool) {
+	l := o.layer(bucket, true)
+	if old, ok := l.vals[key]; ok {
+		o.bytes -= len(old.v)
+	} else {
+		i, _ := slices.BinarySearch(l.keys, key)
+		l.keys = slices.Insert(l.keys, i, key)
+		o.entries++
+		o.bytes += len(key) + len(bucket)
+	}
+	l.vals[key] = val{v: v, deleted: deleted}
+	o.bytes += len(v)
+}
+
+func (o *overlay) setSeq(bucket string, n uint64) {
+	if o.seqs == nil {
+		o.seqs = map[string]uint64{}
+	}
+	if n > o.seqs[bucket] {
+		o.seqs[bucket] = n
+	}
+}
+
+// lookup returns the overlay's word on key: ok false when it has none.
+func (o *overlay) lookup(bucket, key string) (val, bool) {
+	l := o.layer(bucket, false)
+	if l == nil {
+		return val{}, false
+	}
+	v, ok := l.vals[key]
+	return v, ok
+}
+
+// merge moves every write of w into o (w is newer).
+func (o *overlay) merge(w *overlay) {
+	for b, l := range w.buckets {
+		for _, k := range l.keys {
+			v := l.vals[k]
+			o.set(b, k, v.v, v.deleted)
+		}
+	}
+	for b, n := range w.seqs {
+		o.setSeq(b, n)
+	}
+}
+
+// overlayTx reads through its layers (newest first) to the bbolt
+// transaction below, and writes into the top layer, w. A view has no w.
+type overlayTx struct {
+	base   *tx
+	layers []*overlay // newest first; layers[0] == w when writable
+	w      *overlay
+}
+
+func (t *overlayTx) Writable() bool { return t.w != nil }
+
+func (t *overlayTx) lookup(bucket, key string) (val, bool) {
+	for _, o := range t.layers {
+		if v, ok := o.lookup(bucket, key); ok {
+			return v, true
+		}
+	}
+	return val{}, false
+}
+
+func (t *overlayTx) Get(bucket, key string) ([]byte, error) {
+	if v, ok := t.lookup(bucket, key); ok {
+		if v.deleted {
+			return nil, kv.ErrNotFound
+		}
+		return bytes.Clone(v.v), nil
+	}
+	return t.base.Get(bucket, key)
+}
+
+func (t *overlayTx) Has(bucket, key string) bool {
+	if v, ok := t.lookup(bucket, key); ok {
+		return !v.deleted
+	}
+	return t.base.Has(bucket, key)
+}
+
+func (t *overlayTx) Put(bucket, key string, value []byte) error {
+	if t.w == nil {
+		return kv.ErrReadOnly
+	}
+	t.base.bucket(bucket) // an unknown bucket is a bug, as in bbolt
+	if value == nil {
+		value = []byte{}
+	}
+	t.w.set(bucket, key, bytes.Clone(value), false)
+	return nil
+}
+
+func (t *overlayTx) Delete(bucket, key string) error {
+	if t.w == nil {
+		return kv.ErrReadOnly
+	}
+	t.base.bucket(bucket)
+	t.w.set(bucket, key, nil, true)
+	return nil
+}
+
+func (t *overlayTx) NextSequence(bucket string) (uint64, error) {
+	if t.w == nil {
+		return 0, kv.ErrReadOnly
+	}
+	n := t.base.sequence(bucket)
+	for _, o := range t.layers {
+		n = max(n, o.seqs[bucket])
+	}
+	n++
+	t.w.setSeq(bucket, n)
+	return n, nil
+}
+
+// pending returns the overlay's keys with prefix in order, each with the
+// newest layer's word on it.
+func (t *overlayTx) pending(bucket, prefix string) ([]string, []val) {
+	var keys []string
+	for _, o := range t.layers {
+		l := o.layer(bucket, false)
+		if l == nil {
+			continue
+		}
+		i, _ := slices.BinarySearch(l.keys, prefix)
+		for _, k := range l.keys[i:] {
+			if !strings.HasPrefix(k, prefix) {
+				break
+			}
+			keys = append(keys, k)
+		}
+	}
+	if len(t.layers) > 1 {
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
+	vals := make([]val, len(keys))
+	for i, k := range keys {
+		vals[i], _ = t.lookup(bucket, k)
+	}
+	return keys, vals
+}
+
+func (t *overlayTx) ForEach(bucket, prefix string, fn func(key string, value []byte) error) error {
+	keys, vals := t.pending(bucket, prefix)
+	if len(keys) == 0 {
+		return t.base.ForEach(bucket, prefix, fn)
+	}
+	i, stopped := 0, false
+	// emit sends the overlay's keys before limit (all of them when
+	// limit is ""), skipping deletions.
+	emit := func(limit string, all bool) error {
+		for ; i < len(keys) && (all || keys[i] < limit); i++ {
+			if vals[i].deleted {
+				continue
+			}
+			if err := fn(keys[i], vals[i].v); err != nil {
+				i++
+				return err
+			}
+		}
+		return nil
+	}
+	err := t.base.ForEach(bucket, prefix, func(k string, v []byte) error {
+		if err := emit(k, false); err != nil {
+			stopped = true
+			return err
+		}
+		if i < len(keys) && keys[i] == k {
+			i++
+			if vals[i-1].deleted {
+				return nil
+			}
+			v = vals[i-1].v
+		}
+		if err := fn(k, v); err != nil {
+			stopped = true
+			return err
+		}
+		return nil
+	})
+	if err != nil || stopped {
+		return err
+	}
+	if err := emit("", true); err != nil && !errors.Is(err, kv.ErrStop) {
+		return err
+	}
+	return nil
+}
+
+func (t *overlayTx) Last(bucket, prefix string) (string, []byte, error) {
+	keys, vals := t.pending(bucket, prefix)
+	if len(keys) == 0 {
+		return t.base.Last(bucket, prefix)
+	}
+	// The overlay's greatest live key competes with the file's greatest
+	// key that the overlay does not delete.
+	var (
+		ok    string
+		ov    []byte
+		found bool
+	)
+	for j := len(keys) - 1; j >= 0; j-- {
+		if !vals[j].deleted {
+			ok, ov, found = keys[j], vals[j].v, true
+			break
+		}
+	}
+	bk, bv, err := t.base.Last(bucket, prefix)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return "", nil, err
+	}
+	if err == nil {
+		if v, hit := t.lookup(bucket, bk); hit && v.deleted {
+			// Rare: the file's last key is deleted; walk the merged view.
+			var (
+				lk   string
+				lv   []byte
+				seen bool
+			)
+			if err := t.ForEach(bucket, prefix, func(k string, v []byte) error {
+				lk, lv, seen = k, v, true
+				return nil
+			}); err != nil {
+				return "", nil, err
+			}
+			if !seen {
+				return "", nil, kv.ErrNotFound
+			}
+			return lk, bytes.Clone(lv), nil
+		}
+		if !found || bk > ok {
+			if v, hit := t.lookup(bucket, bk); hit {
+				bv = bytes.Clone(v.v)
+			}
+			return bk, bv, nil
+		}
+	}
+	if !found {
+		return "", nil, kv.ErrNotFound
+	}
+	return ok, bytes.Clone(ov), nil
+}

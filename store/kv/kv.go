@@ -1,0 +1,98 @@
+// Package kv is the seam between solar's store and the backends that hold
+// it: the embedded bbolt file (store/bolt) and a PostgreSQL database shared
+// by a team (store/pg). A backend keeps named buckets of byte-ordered keys;
+// domain packages never see it, only store.Tx, which wraps a kv.Tx.
+//
+// Contracts every backend keeps (kvtest.Run checks them):
+//   - Update runs its function in one transaction that commits entirely when
+//     the function returns nil and leaves nothing behind otherwise; View runs
+//     a read-only one, in which writes fail with ErrReadOnly.
+//   - Keys of a bucket are visited in byte order; ForEach and Last look only
+//     at keys with the given prefix; ErrStop ends a ForEach without error.
+//   - Get returns a copy, or ErrNotFound; values passed to a ForEach
+//     callback are valid during the call only.
+//   - NextSequence is strictly increasing per bucket and survives restarts.
+//   - A record or file that is not what solar wrote is an error wrapping
+//     ErrDamaged, never a panic.
+package kv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Backend is an open store.
+type Backend interface {
+	// Update runs fn in a read-write transaction.
+	Update(fn func(Tx) error) error
+	// View runs fn in a read-only transaction.
+	View(fn func(Tx) error) error
+	// Close releases the backend (its file lock, its connections).
+	Close() error
+}
+
+// Tx is one transaction of a Backend.
+type Tx interface {
+	Writable() bool
+	Get(bucket, key string) ([]byte, error)
+	Has(bucket, key string) bool
+	Put(bucket, key string, value []byte) error
+	Delete(bucket, key string) error
+	ForEach(bucket, prefix string, fn func(key string, value []byte) error) error
+	Last(bucket, prefix string) (string, []byte, error)
+	NextSequence(bucket string) (uint64, error)
+}
+
+// Errors every backend returns in the same situations.
+var (
+	// ErrNotFound is returned by Get and Last for a missing key.
+	ErrNotFound = errors.New("not found")
+	// ErrReadOnly is returned by writes inside a View transaction.
+	ErrReadOnly = errors.New("write in a read-only transaction")
+	// ErrStop may be returned by a ForEach callback to end the iteration
+	// early without error.
+	ErrStop = errors.New("stop iteration")
+	// ErrLocked means another solar process holds the store and did not
+	// release it within the wait time.
+	ErrLocked = errors.New("store is in use by another solar process")
+	// ErrSchema means the store was written by an incompatible solar.
+	ErrSchema = errors.New("store schema version is not supported")
+	// ErrNoStore means a read-only open found no store; it creates none.
+	ErrNoStore = errors.New("no store")
+	// ErrDamaged means the store, or a record in it, is not what solar
+	// wrote: truncated, overwritten, or edited by hand.
+	ErrDamaged = errors.New("damaged")
+)
+
+// Damagedf returns an error wrapping ErrDamaged that names the damaged
+// record. A transaction adds the store's location to it (Named).
+func Damagedf(format string, args ...any) error {
+	return &recordError{msg: fmt.Sprintf(format, args...)}
+}
+
+type recordError struct{ msg string }
+
+func (e *recordError) Error() string { return e.msg }
+func (e *recordError) Unwrap() error { return ErrDamaged }
+
+// DamagedError is a damaged store, named by its location.
+type DamagedError struct {
+	Path   string
+	Detail string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("store %s is damaged: %s; restore it from a copy", e.Path, e.Detail)
+}
+
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// Named turns an error wrapping ErrDamaged into a DamagedError naming the
+// store at location, once.
+func Named(location string, err error) error {
+	var de *DamagedError
+	if err == nil || !errors.Is(err, ErrDamaged) || errors.As(err, &de) {
+		return err
+	}
+	return &DamagedError{Path: location, Detail: err.Error()}
+}
