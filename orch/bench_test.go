@@ -106,9 +106,21 @@ func BenchmarkShellChain(b *testing.B) {
 		{"minimal", "testdata/benchbase", "actions/run.sh", nil},
 		{"file", "../testdata/resources/file", "actions/run.sh", map[string]any{"path": "app.conf", "content": "listen 8080\nworkers 4\n", "mode": "0644"}},
 	}
+	type variant struct {
+		n       int
+		journal bool
+	}
 	for _, base := range bases {
-		for _, n := range []int{100, 1000} {
-			b.Run(fmt.Sprintf("%s/n=%d", base.name, n), func(b *testing.B) {
+		// The last variant commits without the journal, for comparison.
+		for _, v := range []variant{{100, true}, {1000, true}, {1000, false}} {
+			n := v.n
+			name := fmt.Sprintf("%s/n=%d", base.name, n)
+			if !v.journal {
+				name += "/commit=bbolt"
+			}
+			b.Run(name, func(b *testing.B) {
+				commitJournal = v.journal
+				defer func() { commitJournal = true }()
 				dir, err := filepath.Abs(base.dir)
 				if err != nil {
 					b.Fatal(err)

@@ -7,6 +7,11 @@ import (
 	"github.com/solarops/solar/store"
 )
 
+// commitJournal makes the runner commit through the store's journal: one
+// fdatasync per commit instead of bbolt's two (store/bolt/journal.go).
+// Benchmarks turn it off to compare.
+var commitJournal = true
+
 // sharedDB opens the store only while the run needs it, so that other solar
 // commands (report, stop) get in while tasks run. It stays open through a
 // burst of writes and closes after Idle without use; while a burst lasts
@@ -50,7 +55,7 @@ func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 		time.Sleep(60 * time.Millisecond)
 	}
 	if s.db == nil {
-		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait, Journal: true})
+		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait, Journal: commitJournal})
 		if err != nil {
 			return nil, 0, err
 		}
