@@ -75,16 +75,17 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 	return out, Save(tx, out.Record)
 }
 
-// selectEntries returns the union of the entries each expression selects,
-// in staging order.
-func selectEntries(tx *store.Tx, exprs []*tags.Expr) ([]*staging.Entry, error) {
+// selectEntries returns the union of the entries each expression selects
+// (all when there is none), in staging order. Planning needs only their
+// heads, not their diffs.
+func selectEntries(tx *store.Tx, exprs []*tags.Expr) ([]*staging.Head, error) {
 	if len(exprs) == 0 {
-		return staging.List(tx)
+		return staging.SelectHeads(tx, nil)
 	}
 	seen := map[string]bool{}
-	var out []*staging.Entry
+	var out []*staging.Head
 	for _, e := range exprs {
-		ents, err := staging.Select(tx, e)
+		ents, err := staging.SelectHeads(tx, e)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
@@ -689,6 +690,7 @@ func TestSelect(t *testing.T) {
 			if diff := cmp.Diff(tt.want, keysOf(got)); diff != "" {
 				t.Errorf("Select(%s) (-want +got):\n%s", tt.expr, diff)
 			}
+			checkHeads(t, db, expr, got)
 		})
 	}
 	t.Run("nil selects all", func(t *testing.T) {
@@ -703,7 +705,30 @@ func TestSelect(t *testing.T) {
 		if diff := cmp.Diff(logKeys(t, db), keysOf(got)); diff != "" {
 			t.Errorf("Select(nil) (-want +got):\n%s", diff)
 		}
+		checkHeads(t, db, nil, got)
 	})
+}
+
+// checkHeads checks that SelectHeads, which "ch process" plans from,
+// selects the entries Select does, in the same order, with the same key,
+// resource, action, sequence, tags and causes.
+func checkHeads(t *testing.T, db *store.DB, expr *tags.Expr, want []*staging.Entry) {
+	t.Helper()
+	var heads []*staging.Head
+	if err := db.View(func(tx *store.Tx) error {
+		var err error
+		heads, err = staging.SelectHeads(tx, expr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantHeads := make([]*staging.Head, len(want))
+	for i, e := range want {
+		wantHeads[i] = &staging.Head{Key: e.Key, Resource: e.Resource, Action: e.Action, Seq: e.Seq, Tags: e.Tags, AffectedBy: e.AffectedBy}
+	}
+	if diff := cmp.Diff(wantHeads, heads, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("SelectHeads(%v) (-Select +SelectHeads):\n%s", expr, diff)
+	}
 }
 
 func TestRetagMovesEntryInIndex(t *testing.T) {
