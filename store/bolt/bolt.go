@@ -370,11 +370,14 @@ func (t *tx) NextSequence(bucket string) (uint64, error) {
 	return t.bucket(bucket).NextSequence()
 }
 
-// sequence and setSequence let the journal record and replay a bucket's
-// counter as an absolute value.
 func (t *tx) sequence(bucket string) uint64 { return t.bucket(bucket).Sequence() }
 
-func (t *tx) setSequence(bucket string, n uint64) error {
+func (t *tx) Sequence(bucket string) (uint64, error) { return t.sequence(bucket), nil }
+
+func (t *tx) SetSequence(bucket string, n uint64) error {
+	if !t.tx.Writable() {
+		return kv.ErrReadOnly
+	}
 	b := t.bucket(bucket)
 	if n <= b.Sequence() {
 		return nil

@@ -153,13 +153,27 @@ func (t *overlayTx) NextSequence(bucket string) (uint64, error) {
 	if t.w == nil {
 		return 0, kv.ErrReadOnly
 	}
+	n, _ := t.Sequence(bucket)
+	n++
+	t.w.setSeq(bucket, n)
+	return n, nil
+}
+
+func (t *overlayTx) Sequence(bucket string) (uint64, error) {
 	n := t.base.sequence(bucket)
 	for _, o := range t.layers {
 		n = max(n, o.seqs[bucket])
 	}
-	n++
-	t.w.setSeq(bucket, n)
 	return n, nil
+}
+
+func (t *overlayTx) SetSequence(bucket string, n uint64) error {
+	if t.w == nil {
+		return kv.ErrReadOnly
+	}
+	t.base.bucket(bucket)
+	t.w.setSeq(bucket, n)
+	return nil
 }
 
 // pending returns the overlay's keys with prefix in order, each with the

@@ -41,6 +41,10 @@ type Tx interface {
 	ForEach(bucket, prefix string, fn func(key string, value []byte) error) error
 	Last(bucket, prefix string) (string, []byte, error)
 	NextSequence(bucket string) (uint64, error)
+	// Sequence returns the bucket's counter (the last NextSequence);
+	// SetSequence raises it to n and never lowers it (store copy).
+	Sequence(bucket string) (uint64, error)
+	SetSequence(bucket string, n uint64) error
 }
 
 // Errors every backend returns in the same situations.

@@ -293,6 +293,42 @@ func sequence(t *testing.T, open func() kv.Backend) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// SetSequence raises the counter, never lowers it; Sequence reads it.
+	if err := b.Update(func(tx kv.Tx) error {
+		if err := tx.SetSequence("one", 100); err != nil {
+			return err
+		}
+		if err := tx.SetSequence("two", 0); err != nil {
+			return err
+		}
+		if n, err := tx.Sequence("one"); err != nil || n != 100 {
+			t.Errorf("Sequence after SetSequence(100) in the transaction = %d %v", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.View(func(tx kv.Tx) error {
+		if n, err := tx.Sequence("one"); err != nil || n != 100 {
+			t.Errorf("Sequence(one) = %d %v, want 100", n, err)
+		}
+		if n, err := tx.Sequence("two"); err != nil || n != 1 {
+			t.Errorf("Sequence(two) = %d %v, want 1: SetSequence lowered it", n, err)
+		}
+		if err := tx.SetSequence("one", 200); !errors.Is(err, kv.ErrReadOnly) {
+			t.Errorf("SetSequence in View: err = %v", err)
+		}
+		return nil
+	})
+	if err := b.Update(func(tx kv.Tx) error {
+		n, err := tx.NextSequence("one")
+		if err == nil && n != 101 {
+			t.Errorf("NextSequence after SetSequence(100) = %d, want 101", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func stop(t *testing.T, open func() kv.Backend) {
