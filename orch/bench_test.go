@@ -20,7 +20,7 @@ import (
 // benchStore makes a store holding n resources from base (each with a
 // staged run entry) and a plan of the given shape over them; it returns the
 // store path and the plan uid.
-func benchStore(b *testing.B, shape string, n int, baseDir string, values map[string]any) (string, string) {
+func benchStore(b testing.TB, shape string, n int, baseDir string, values map[string]any) (string, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "solar.db")
 	db, err := store.Open(path, store.Options{})

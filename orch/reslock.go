@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -13,41 +15,131 @@ import (
 // Two actions of one resource never run at once. Within a run the walker's
 // per-resource semaphore sees to it; across runs (two plans run by two
 // processes can share a task that rules pulled into both) each attempt
-// holds an exclusive lock on a file named after its resource, next to the
-// store. The kernel drops the lock when the runner dies, and the runner's
-// scripts, whose survivors the next runner kills first, never inherit it.
+// holds an exclusive lock on the resource's byte in one file next to the
+// store, <store>.locks/resources. The kernel drops the lock when the
+// runner dies, and the runner's scripts, whose survivors the next runner
+// kills first, never inherit it (the file is opened close-on-exec).
+//
+// The locks are open file description locks (fcntl F_OFD_SETLK) on one
+// byte each, at an offset hashed from the resource's name: one file serves
+// every resource, where a file per resource cost its creation (about half a
+// millisecond on ext4) at each new resource's first run. Two resources whose
+// names hash alike merely exclude each other across runs.
 
 // lockPoll is how often a task waiting for another run's lock looks again.
 const lockPoll = 50 * time.Millisecond
 
-// lockResource takes the lock of resource for the store at storePath,
-// waiting while another process holds it, until ctx is done.
-func lockResource(ctx context.Context, storePath, resource string) (unlock func(), err error) {
-	dir := storePath + ".locks"
+// fOFDSetLK is F_OFD_SETLK, the same on every Linux architecture; the
+// syscall package does not name it.
+const fOFDSetLK = 37
+
+// lockFileName is the file, inside <store>.locks, that holds the locks.
+const lockFileName = "resources"
+
+// resourceLocks are the resource locks of one run. Its locks belong to its
+// open file description, so they never exclude each other: the walker keeps
+// the tasks of a run apart, and holders counts the tasks of this run on each
+// offset so that a hash collision inside the run does not unlock another
+// task's resource.
+type resourceLocks struct {
+	storePath string
+
+	mu      sync.Mutex
+	f       *os.File
+	holders map[int64]int
+}
+
+// lockOffset is the byte that stands for resource in the lock file.
+func lockOffset(resource string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(resource))
+	// 62 bits: the kernel refuses ranges that reach past the largest
+	// file offset.
+	return int64(h.Sum64() >> 2)
+}
+
+// file opens the lock file on first use; a run of noop tasks never makes it.
+func (l *resourceLocks) file() (*os.File, error) {
+	if l.f != nil {
+		return l.f, nil
+	}
+	dir := l.storePath + ".locks"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("resource lock: %w", err)
+		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, resource), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("resource lock: %w", err)
+		return nil, err
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				_ = f.Close()
-			}, nil
+	l.f, l.holders = f, map[int64]int{}
+	return f, nil
+}
+
+// setLock takes (typ F_WRLCK) or drops (F_UNLCK) the byte at off without
+// waiting.
+func setLock(f *os.File, off int64, typ int16) error {
+	lk := syscall.Flock_t{Type: typ, Whence: 0, Start: off, Len: 1}
+	return syscall.FcntlFlock(f.Fd(), fOFDSetLK, &lk)
+}
+
+// tryLock takes the lock of the byte at off for one more task of the run;
+// busy means another process holds it.
+func (l *resourceLocks) tryLock(off int64) (busy bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := l.file()
+	if err != nil {
+		return false, err
+	}
+	if l.holders[off] == 0 {
+		err := setLock(f, off, syscall.F_WRLCK)
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			return true, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
+		if err != nil {
+			return false, err
+		}
+	}
+	l.holders[off]++
+	return false, nil
+}
+
+func (l *resourceLocks) unlock(off int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holders[off]--; l.holders[off] > 0 {
+		return
+	}
+	delete(l.holders, off)
+	_ = setLock(l.f, off, syscall.F_UNLCK)
+}
+
+// lock takes the lock of resource, waiting while another process holds
+// it, until ctx is done.
+func (l *resourceLocks) lock(ctx context.Context, resource string) (unlock func(), err error) {
+	off := lockOffset(resource)
+	for {
+		busy, err := l.tryLock(off)
+		if err != nil {
 			return nil, fmt.Errorf("resource lock of %s: %w", resource, err)
+		}
+		if !busy {
+			return func() { l.unlock(off) }, nil
 		}
 		select {
 		case <-ctx.Done():
-			_ = f.Close()
 			return nil, ctx.Err()
 		case <-time.After(lockPoll):
 		}
+	}
+}
+
+// close drops every lock of the run.
+func (l *resourceLocks) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
 	}
 }

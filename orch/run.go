@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +95,10 @@ type taskInfo struct {
 	inputs   map[string]any
 	problem  string // why the task cannot run at all
 	reactOut []planner.Edge
+	// res is the task's resource as prepare decoded it, and resSum the
+	// digest of its record then; nil for noop tasks (see keepResource).
+	res    *resources.Resource
+	resSum uint64
 }
 
 // Run runs the plan until every task is finished, stop is closed (soft:
@@ -146,7 +152,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}}
+		edits: edits, external: map[string]string{}, locks: &resourceLocks{storePath: r.Path}}
+	defer ex.locks.close()
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
 	for _, info := range infos {
@@ -335,33 +342,28 @@ func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
 	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), nil)
 }
 
+// prepareChunk is how many tasks share one catalog while the runner
+// prepares: a catalog keeps every resource it decoded, base and all, and
+// at 100,000 tasks those would all be in memory at once.
+const prepareChunk = 1024
+
 // prepare looks up every task's resource, base and metaparameters.
 func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error) {
-	cat := resources.NewCatalog(tx)
 	shell := &handler.Shell{}
 	if r.Shell != nil {
 		cp := *r.Shell
 		shell = &cp
 	}
-	remote, err := sshNodes(cat, rec)
-	if err != nil {
-		return nil, err
-	}
-	if len(remote) > 0 {
-		r.transport = sshx.New(remote, shell.Transport, r.SSH)
-		shell.Transport = r.transport
-	}
 	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
-	if targets := ansibleTargets(cat, rec); len(targets) > 0 {
-		ansible.Target = func(loc string) (handler.AnsibleTarget, error) {
-			if t, ok := targets[loc]; ok {
-				return t, nil
-			}
-			return handler.AnsibleTarget{Name: "localhost", Local: true}, nil
-		}
-	}
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
-	for _, n := range rec.Plan.Nodes {
+	defs := inputDefsCache{}
+	var locations []string
+	seen := map[string]bool{}
+	var cat *resources.Catalog
+	for i, n := range rec.Plan.Nodes {
+		if i%prepareChunk == 0 {
+			cat = resources.NewCatalog(tx)
+		}
 		info := &taskInfo{node: n}
 		out[n.ID] = info
 		res, err := cat.Get(n.Resource)
@@ -369,16 +371,30 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			info.problem = fmt.Sprintf("resource %s no longer exists", n.Resource)
 			continue
 		}
+		// Every location decides which nodes the run connects to, even
+		// that of a task which cannot run.
+		eff, effErr := cat.Effective(n.Resource)
+		loc, _ := eff[resources.LocationInput].(string)
+		if effErr == nil && loc != "" && !seen[loc] {
+			seen[loc] = true
+			locations = append(locations, loc)
+		}
 		script, ok := res.Base.Actions[n.Action]
 		if !ok {
 			info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
 			continue
 		}
+		// The handlers are completed below, once every location is known:
+		// they are pointers, shared by every task.
 		h, err := handler.ByName(res.Base.Handler, shell, ansible)
 		if err != nil {
 			info.problem = err.Error()
 			continue
 		}
+		if effErr != nil {
+			return nil, effErr
+		}
+		info.location = loc
 		info.handler, info.noop = h, res.Base.Handler == "noop"
 		info.checks = res.Base.Checks(n.Action)
 		info.baseDir, info.script = res.Base.Dir, script
@@ -393,23 +409,41 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			info.timeout = time.Duration(*m.Timeout)
 		}
 		info.semaList = m.Sema
-		info.inputDefs = map[string]*resources.InputDef{}
-		for i := range res.Base.Inputs {
-			d := &res.Base.Inputs[i]
-			info.inputDefs[d.Name] = d
-		}
+		info.inputDefs = defs.of(&res.Base)
 		// Sensitivity follows the value: an input fed by a sensitive one
 		// is masked in logs and errors too.
 		if info.sensitive, err = cat.SensitiveInputs(n.Resource); err != nil {
 			return nil, err
 		}
-		eff, err := cat.Effective(n.Resource)
-		if err != nil {
-			return nil, err
+		if len(info.sensitive) == 0 {
+			info.sensitive = nil
 		}
 		info.inputs = eff
-		if loc, ok := eff[resources.LocationInput].(string); ok {
-			info.location = loc
+		if !info.noop {
+			// Kept for the commit after the task ran, which then need not
+			// decode the record again while it is unchanged (keepResource).
+			raw, err := tx.Get(store.Resources, n.Resource)
+			if err != nil {
+				return nil, err
+			}
+			info.res, info.resSum = res, maphash.Bytes(resSeed, raw)
+		}
+	}
+	cat = resources.NewCatalog(tx)
+	remote, err := sshNodes(cat, locations)
+	if err != nil {
+		return nil, err
+	}
+	if len(remote) > 0 {
+		r.transport = sshx.New(remote, shell.Transport, r.SSH)
+		shell.Transport = r.transport
+	}
+	if targets := ansibleTargets(cat, locations); len(targets) > 0 {
+		ansible.Target = func(loc string) (handler.AnsibleTarget, error) {
+			if t, ok := targets[loc]; ok {
+				return t, nil
+			}
+			return handler.AnsibleTarget{Name: "localhost", Local: true}, nil
 		}
 	}
 	for _, e := range rec.Plan.Edges {
@@ -420,21 +454,67 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 	return out, nil
 }
 
-// sshNodes returns the nodes with transport ssh that tasks of rec run on,
-// by name. Locations that name no node, or a local one, run here.
-func sshNodes(cat *resources.Catalog, rec *Record) (map[string]*sshx.Node, error) {
+// inputDefsCache shares the by-name index of a base's inputs between the
+// tasks whose resources have the same base: every resource carries its own
+// copy of its base, and an index per task cost a map per task.
+type inputDefsCache map[string][]map[string]*resources.InputDef
+
+func (c inputDefsCache) of(b *resources.Base) map[string]*resources.InputDef {
+	key := b.Name + "\x00" + b.Dir + "\x00" + b.Version
+	for _, defs := range c[key] {
+		if sameInputs(defs, b.Inputs) {
+			return defs
+		}
+	}
+	defs := make(map[string]*resources.InputDef, len(b.Inputs))
+	for i := range b.Inputs {
+		d := &b.Inputs[i]
+		defs[d.Name] = d
+	}
+	c[key] = append(c[key], defs)
+	return defs
+}
+
+// sameInputs reports whether defs indexes exactly the inputs of list.
+func sameInputs(defs map[string]*resources.InputDef, list []resources.InputDef) bool {
+	if len(defs) != len(list) {
+		return false
+	}
+	for i := range list {
+		d, ok := defs[list[i].Name]
+		if !ok || !reflect.DeepEqual(*d, list[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// resSeed seeds the digests of resource records that tell the runner
+// whether a resource it decoded is still what the store holds.
+var resSeed = maphash.MakeSeed()
+
+// keepResource lets cat reuse the resource that prepare decoded for a task,
+// if its record has not changed since (another command may have changed it
+// while the store was closed, and the run's own outputs change it): the
+// staging commit then need not decode it again. The task's copy is
+// dropped either way; each task commits once.
+func (ex *execution) keepResource(cat *resources.Catalog, tx *store.Tx, info *taskInfo) {
+	res := info.res
+	if res == nil {
+		return
+	}
+	info.res = nil
+	raw, err := tx.Get(store.Resources, res.Name)
+	if err == nil && maphash.Bytes(resSeed, raw) == info.resSum {
+		cat.Keep(res)
+	}
+}
+
+// sshNodes returns the nodes with transport ssh among locations, by name.
+// Locations that name no node, or a local one, run here.
+func sshNodes(cat *resources.Catalog, locations []string) (map[string]*sshx.Node, error) {
 	out := map[string]*sshx.Node{}
-	seen := map[string]bool{}
-	for _, pn := range rec.Plan.Nodes {
-		eff, err := cat.Effective(pn.Resource)
-		if err != nil {
-			continue // the task reports its missing resource
-		}
-		loc, _ := eff[resources.LocationInput].(string)
-		if loc == "" || seen[loc] {
-			continue
-		}
-		seen[loc] = true
+	for _, loc := range locations {
 		n, err := nodes.Get(cat, loc)
 		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, nodes.ErrNotNode) {
 			continue
@@ -451,18 +531,10 @@ func sshNodes(cat *resources.Catalog, rec *Record) (map[string]*sshx.Node, error
 }
 
 // ansibleTargets returns, by location, how ansible-playbook reaches the
-// SSH nodes that tasks of rec run on; any other location is this machine.
-func ansibleTargets(cat *resources.Catalog, rec *Record) map[string]handler.AnsibleTarget {
+// SSH nodes among locations; any other location is this machine.
+func ansibleTargets(cat *resources.Catalog, locations []string) map[string]handler.AnsibleTarget {
 	out := map[string]handler.AnsibleTarget{}
-	for _, pn := range rec.Plan.Nodes {
-		eff, err := cat.Effective(pn.Resource)
-		if err != nil {
-			continue
-		}
-		loc, _ := eff[resources.LocationInput].(string)
-		if _, done := out[loc]; loc == "" || done {
-			continue
-		}
+	for _, loc := range locations {
 		n, err := nodes.Get(cat, loc)
 		if err != nil || !n.SSH() {
 			continue
@@ -509,7 +581,8 @@ type execution struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
-	logs liveLogs
+	logs  liveLogs
+	locks *resourceLocks
 
 	// Seen only by the walker's goroutine (begin): how many times the
 	// store had been opened, and the plan's edit count, when the runner
@@ -540,7 +613,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		return Outcome{Err: errors.New(info.problem), Attempts: 1}
 	}
 	if !info.noop {
-		unlock, err := lockResource(ctx, ex.r.Path, info.node.Resource)
+		unlock, err := ex.locks.lock(ctx, info.node.Resource)
 		if err != nil {
 			return Outcome{Err: err, Attempts: 1}
 		}
@@ -831,6 +904,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	info := ex.infos[id]
 	n := info.node
 	cat := resources.NewCatalog(tx)
+	ex.keepResource(cat, tx, info)
 	stg := staging.New(cat, ex.r.Now)
 	stg.Plan = ex.rec.UID
 	ex.mu.Lock()

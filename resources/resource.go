@@ -147,6 +147,12 @@ func (c *Catalog) Get(name string) (*Resource, error) {
 	return r, nil
 }
 
+// Keep caches r as the resource its name holds in the store, for a caller
+// that decoded it from this store earlier and knows that the record has not
+// changed since (the runner compares a digest of it): Get returns r without
+// decoding the record again. r must not be modified afterwards.
+func (c *Catalog) Keep(r *Resource) { c.res[r.Name] = r }
+
 func notFound(name string) error {
 	return fmt.Errorf("%w %q (see solar resource list)", ErrNotFound, name)
 }
