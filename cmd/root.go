@@ -19,6 +19,7 @@ import (
 	"github.com/solarops/solar/cmd/node"
 	orchcmd "github.com/solarops/solar/cmd/orch"
 	"github.com/solarops/solar/cmd/resource"
+	"github.com/solarops/solar/cmd/storecmd"
 )
 
 // Version is set at build time with -ldflags "-X github.com/solarops/solar/cmd.Version=...".
@@ -95,6 +96,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		ch.NewCmd(a),
 		orchcmd.NewCmd(a),
 		node.NewCmd(a),
+		storecmd.NewCmd(a),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +63,8 @@ const DefaultLockWait = bolt.DefaultLockWait
 // DB is an open store.
 type DB struct {
 	be       kv.Backend
-	location string
+	location string // fit to print
+	kind     string
 }
 
 // Options tune Open.
@@ -111,6 +113,26 @@ func IsURL(location string) bool {
 	return strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://")
 }
 
+// Redact returns location fit to print: a URL's password is replaced.
+func Redact(location string) string {
+	if !IsURL(location) {
+		return location
+	}
+	u, err := url.Parse(location)
+	if err != nil {
+		return "(a postgres URL that does not parse)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
 // Open opens the store at location: a bbolt file (created if needed, mode
 // 0600), the default.
 func Open(location string, opts Options) (*DB, error) {
@@ -121,8 +143,11 @@ func Open(location string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{be: b, location: location}, nil
+	return &DB{be: b, location: location, kind: "bbolt"}, nil
 }
+
+// Kind names the backend: "bbolt" or "postgresql".
+func (db *DB) Kind() string { return db.kind }
 
 // Location returns where the store lives, fit to print.
 func (db *DB) Location() string { return db.location }

@@ -110,18 +110,25 @@ func (a *App) open(readOnly bool) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.OpenAt(p, readOnly, a.DBFlag != "" || a.Getenv("SOLAR_DB") != "")
+}
+
+// OpenAt opens the store at location (a bbolt path or a postgres:// URL).
+// A read-only open never creates a store; given means the location came
+// from the user, so a missing directory is their typo, not ours to create.
+func (a *App) OpenAt(p string, readOnly, given bool) (*store.DB, error) {
 	wait, err := a.lockWait()
 	if err != nil {
 		return nil, err
 	}
-	if !readOnly && (a.DBFlag != "" || a.Getenv("SOLAR_DB") != "") {
+	if !readOnly && given && !store.IsURL(p) {
 		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
 			return nil, Usagef("store directory %s does not exist (from --db or $SOLAR_DB); create it or fix the path", filepath.Dir(p))
 		}
 	}
 	db, err := store.Open(p, store.Options{LockWait: wait, ReadOnly: readOnly})
 	if errors.Is(err, store.ErrNoStore) {
-		return nil, Usagef("no store at %s: nothing has been created there yet (check --db or $SOLAR_DB)", p)
+		return nil, Usagef("no store at %s: nothing has been created there yet (check --db or $SOLAR_DB)", store.Redact(p))
 	}
 	return db, err
 }

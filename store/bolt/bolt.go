@@ -378,9 +378,5 @@ func (t *tx) SetSequence(bucket string, n uint64) error {
 	if !t.tx.Writable() {
 		return kv.ErrReadOnly
 	}
-	b := t.bucket(bucket)
-	if n <= b.Sequence() {
-		return nil
-	}
-	return b.SetSequence(n)
+	return t.bucket(bucket).SetSequence(n)
 }

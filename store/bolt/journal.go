@@ -28,7 +28,7 @@ import (
 // The process holds the file's lock all that time, so no other process
 // sees the file without the journal's writes. If it dies, the next Open
 // (any process) replays the journal before anything else: records are
-// absolute (a key's new value, a deletion, a sequence's new value), so
+// absolute (a key's new value, a deletion, a counter's new value), so
 // replaying one already folded in changes nothing. A record that was being
 // written when the process died fails its length or checksum and is
 // ignored, with everything after it: its transaction never returned.
@@ -266,10 +266,8 @@ func fold(btx *bbolt.Tx, o *overlay) error {
 		if b == nil {
 			return kv.Damagedf("the journal names bucket %q, which the store does not have", name)
 		}
-		if n > b.Sequence() {
-			if err := b.SetSequence(n); err != nil {
-				return err
-			}
+		if err := b.SetSequence(n); err != nil {
+			return err
 		}
 	}
 	return nil

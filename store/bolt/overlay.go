@@ -60,13 +60,12 @@ func (o *overlay) set(bucket, key string, v []byte, deleted bool) {
 	o.bytes += len(v)
 }
 
+// setSeq records the bucket's counter's new value.
 func (o *overlay) setSeq(bucket string, n uint64) {
 	if o.seqs == nil {
 		o.seqs = map[string]uint64{}
 	}
-	if n > o.seqs[bucket] {
-		o.seqs[bucket] = n
-	}
+	o.seqs[bucket] = n
 }
 
 // lookup returns the overlay's word on key: ok false when it has none.
@@ -160,11 +159,12 @@ func (t *overlayTx) NextSequence(bucket string) (uint64, error) {
 }
 
 func (t *overlayTx) Sequence(bucket string) (uint64, error) {
-	n := t.base.sequence(bucket)
 	for _, o := range t.layers {
-		n = max(n, o.seqs[bucket])
+		if n, ok := o.seqs[bucket]; ok {
+			return n, nil
+		}
 	}
-	return n, nil
+	return t.base.sequence(bucket), nil
 }
 
 func (t *overlayTx) SetSequence(bucket string, n uint64) error {

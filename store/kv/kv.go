@@ -42,7 +42,7 @@ type Tx interface {
 	Last(bucket, prefix string) (string, []byte, error)
 	NextSequence(bucket string) (uint64, error)
 	// Sequence returns the bucket's counter (the last NextSequence);
-	// SetSequence raises it to n and never lowers it (store copy).
+	// SetSequence sets it (store copy makes an exact replica).
 	Sequence(bucket string) (uint64, error)
 	SetSequence(bucket string, n uint64) error
 }
