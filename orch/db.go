@@ -12,12 +12,17 @@ import (
 // Benchmarks turn it off to compare.
 var commitJournal = true
 
-// sharedDB opens the store only while the run needs it, so that other solar
-// commands (report, stop) get in while tasks run. It stays open through a
-// burst of writes and closes after Idle without use; while a burst lasts
-// longer than yield and another process waits for the file (DB.Waiting),
-// it still closes for a moment, since that process polls the file lock and
-// would otherwise wait for the whole run.
+// sharedDB keeps the store open for the run while no other process wants
+// it, and lets go as soon as one does, so that other solar commands
+// (report, stop) get in while tasks run. Idle, it looks every idle for a
+// process waiting for the file (DB.Waiting) and closes the store when
+// there is one; while a burst of writes lasts longer than yield it still
+// closes for a moment, since that process polls the file lock and would
+// otherwise wait for the whole burst. Staying open matters: closing folds
+// the journal into the file (two more fsyncs) and costs a PostgreSQL
+// backend a new connection. A backend shared without a file lock
+// (PostgreSQL) never asks to be let go; other processes write beside the
+// runner, so every acquire counts as a new open (see acquireCounted).
 type sharedDB struct {
 	path     string
 	lockWait time.Duration
@@ -30,6 +35,7 @@ type sharedDB struct {
 	users    int
 	openedAt time.Time
 	timer    *time.Timer
+	gen      uint64 // of the idle check armed last
 	// beforeClose runs (with mu held, db open) just before an idle close:
 	// the runner flushes buffered states there.
 	beforeClose func(db *store.DB)
@@ -61,6 +67,8 @@ func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 		}
 		s.db, s.openedAt = db, time.Now()
 		s.opens++
+	} else if !s.db.Exclusive() {
+		s.opens++ // others may have written since
 	}
 	s.users++
 	return s.db, s.opens, nil
@@ -71,16 +79,31 @@ func (s *sharedDB) release() {
 	defer s.mu.Unlock()
 	s.users--
 	if s.users == 0 && s.db != nil {
-		s.timer = time.AfterFunc(s.idle, s.idleClose)
+		s.arm()
 	}
 }
 
-func (s *sharedDB) idleClose() {
+// arm starts a new idle check; a check armed before it does nothing.
+func (s *sharedDB) arm() {
+	s.gen++
+	gen := s.gen
+	s.timer = time.AfterFunc(s.idle, func() { s.idleClose(gen) })
+}
+
+// idleClose closes the idle store if another process waits for it, and
+// otherwise looks again after idle.
+func (s *sharedDB) idleClose(gen uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.users == 0 && s.db != nil {
-		s.closeLocked()
+	if gen != s.gen || s.users != 0 || s.db == nil || s.timer == nil {
+		return
 	}
+	if s.db.Waiting() {
+		s.closeLocked()
+		s.timer = nil
+		return
+	}
+	s.arm()
 }
 
 func (s *sharedDB) closeLocked() {

@@ -58,7 +58,8 @@ type Runner struct {
 	// goroutine at a time.
 	Progress func(id string, st State)
 	Now      func() time.Time
-	// Idle is how long the store stays open without use (default 20ms).
+	// Idle is how often the runner, between writes, looks for another
+	// process waiting for the store, to let it in (default 20ms).
 	Idle time.Duration
 	// Started, if set, is called once the plan is claimed, before any task,
 	// with the states the run starts from.

@@ -165,6 +165,10 @@ func (db *DB) Waiting() bool {
 	return ok && w.Waiting()
 }
 
+// Exclusive reports whether one process at a time holds the store (a
+// bbolt file's lock), so that what it reads stays true while it holds it.
+func (db *DB) Exclusive() bool { return db.kind == "bbolt" }
+
 // Close releases the store.
 func (db *DB) Close() error { return db.be.Close() }
 
