@@ -122,8 +122,12 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 		}
 		// run and update both bring the resource to the committed state:
 		// the other one is done too if nothing differs, and whatever
-		// changed while the action ran is staged afresh.
-		if _, err := s.touchOne(e.Resource, again(e, "changed while running")); err != nil {
+		// changed while the action ran is staged afresh. It compares with
+		// snap as written, rather than decode it back.
+		s.wrote, s.wroteFor = &snap, e.Resource
+		_, err = s.touchOne(e.Resource, again(e, "changed while running"))
+		s.wrote = nil
+		if err != nil {
 			return nil, err
 		}
 	}

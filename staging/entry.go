@@ -125,7 +125,29 @@ func (s *Stager) entry(key string) (*Entry, error) {
 	if e, ok := s.pending[key]; ok {
 		return e, nil
 	}
-	return getEntry(s.tx, key)
+	e, err := getEntry(s.tx, key)
+	if err != nil {
+		return nil, err
+	}
+	// flush needs the stored entry's tags to update the tag index; the
+	// entry itself may be changed by the caller, its tags map is not (a
+	// new entry gets a clone).
+	if s.storedTags == nil {
+		s.storedTags = map[string]storedTags{}
+	}
+	if e != nil {
+		s.storedTags[key] = storedTags{tags: e.Tags, stored: true}
+	} else {
+		s.storedTags[key] = storedTags{}
+	}
+	return e, nil
+}
+
+// storedTags are the tags of an entry as stored; stored is false when no
+// entry was.
+type storedTags struct {
+	tags   tags.Set
+	stored bool
 }
 
 // put buffers the write of e; flush stores it.
@@ -153,6 +175,9 @@ func (s *Stager) drop(key string) {
 // linear.
 func (s *Stager) flush() error {
 	if len(s.pending) == 0 {
+		// Another Stager of the transaction may write before this one's
+		// next call: what it read is forgotten here, as after a write.
+		clear(s.storedTags)
 		return nil
 	}
 	type write struct {
@@ -162,14 +187,18 @@ func (s *Stager) flush() error {
 	}
 	ws := make([]write, 0, 4*len(s.pending))
 	for key, e := range s.pending {
-		old, err := getEntry(s.tx, key)
-		if err != nil {
-			return err
+		memo, known := s.storedTags[key]
+		was, stored := memo.tags, memo.stored
+		if !known {
+			old, err := getEntry(s.tx, key)
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				was, stored = old.Tags, true
+			}
 		}
-		var was, is tags.Set
-		if old != nil {
-			was = old.Tags
-		}
+		var is tags.Set
 		if e != nil {
 			is = e.Tags
 		}
@@ -190,11 +219,12 @@ func (s *Stager) flush() error {
 				return fmt.Errorf("encode staged entry %s: %w", key, err)
 			}
 			ws = append(ws, write{bucket: store.Staged, key: key, value: raw})
-		case old != nil:
+		case stored:
 			ws = append(ws, write{bucket: store.Staged, key: key, del: true})
 		}
 	}
 	clear(s.pending)
+	clear(s.storedTags)
 	slices.SortFunc(ws, func(a, b write) int {
 		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
 			return c

@@ -88,6 +88,23 @@ type Stager struct {
 	tx      *store.Tx
 	now     func() time.Time
 	pending map[string]*Entry // key -> entry to store; nil deletes it
+	// storedTags holds the tags of entries read from the store since the
+	// last flush (nil: none was stored), so that flush need not decode
+	// them again.
+	storedTags map[string]storedTags
+	// wrote is the committed state commit has just written for resource
+	// wroteFor, for the touch that follows it.
+	wrote    *Snapshot
+	wroteFor string
+}
+
+// committed returns the committed snapshot of resource name: the one
+// commit has just written, or the stored one.
+func (s *Stager) committed(name string) (*Snapshot, error) {
+	if s.wrote != nil && s.wroteFor == name {
+		return s.wrote, nil
+	}
+	return Committed(s.tx, name)
 }
 
 // New returns a Stager working through cat's transaction.
@@ -325,7 +342,7 @@ func (s *Stager) touchOne(name string, why reason) (*Entry, error) {
 	if r.Removing {
 		return nil, nil // its remove entry says all that is left to do
 	}
-	snap, err := Committed(s.tx, name)
+	snap, err := s.committed(name)
 	if err != nil {
 		return nil, err
 	}
