@@ -36,9 +36,12 @@ type sharedDB struct {
 	openedAt time.Time
 	timer    *time.Timer
 	gen      uint64 // of the idle check armed last
-	// beforeClose runs (with mu held, db open) just before an idle close:
-	// the runner flushes buffered states there.
+	// beforeClose runs (with mu held, db open) just before an idle close,
+	// and at every idle check: the runner flushes buffered states there.
 	beforeClose func(db *store.DB)
+	// fence, when set, checks in every write transaction that this
+	// runner still owns its plan (claim.go).
+	fence func(tx *store.Tx) error
 }
 
 func (s *sharedDB) acquire() (*store.DB, error) {
@@ -103,6 +106,11 @@ func (s *sharedDB) idleClose(gen uint64) {
 		s.timer = nil
 		return
 	}
+	// Idle is when the runner writes what it buffered (as it would before
+	// closing): the records of started attempts must reach the store soon.
+	if s.beforeClose != nil {
+		s.beforeClose(s.db)
+	}
 	s.arm()
 }
 
@@ -114,14 +122,22 @@ func (s *sharedDB) closeLocked() {
 	s.db = nil
 }
 
-// Update runs fn in one write transaction.
+// Update runs fn in one write transaction, after the fence, if set.
 func (s *sharedDB) Update(fn func(*store.Tx) error) error {
 	db, err := s.acquire()
 	if err != nil {
 		return err
 	}
 	defer s.release()
-	return db.Update(fn)
+	if s.fence == nil {
+		return db.Update(fn)
+	}
+	return db.Update(func(tx *store.Tx) error {
+		if err := s.fence(tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 }
 
 // View runs fn in one read transaction.

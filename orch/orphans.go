@@ -23,14 +23,15 @@ func groupKey(uid, id string) string { return groupPrefix(uid) + id }
 // groupRecord is the stored record of one running attempt.
 type groupRecord struct {
 	Group  handler.Group `json:"group"`
-	Runner int           `json:"runner"` // pid of the runner that started it
+	Runner int           `json:"runner"`         // pid of the runner that started it
+	Host   string        `json:"host,omitempty"` // the machine it runs on
 }
 
 // recordGroup buffers the record of task id's running attempt; it is
 // written with the next batch (at the latest when the store idles) and
 // removed with the task's final state.
 func (ex *execution) recordGroup(id string, g handler.Group) {
-	raw, err := json.Marshal(groupRecord{Group: g, Runner: os.Getpid()})
+	raw, err := json.Marshal(groupRecord{Group: g, Runner: os.Getpid(), Host: hostname})
 	if err != nil {
 		return
 	}
@@ -41,13 +42,17 @@ func (ex *execution) recordGroup(id string, g handler.Group) {
 }
 
 // orphanGroups returns the recorded attempts, of any plan, whose runner is
-// no longer alive, by key.
+// no longer alive, by key. Attempts of other machines (a shared store) are
+// their own machine's business: a pid means nothing here.
 func orphanGroups(tx *store.Tx) (map[string]groupRecord, error) {
 	out := map[string]groupRecord{}
 	err := tx.ForEach(store.Plans, "group/", func(k string, v []byte) error {
 		var g groupRecord
 		if json.Unmarshal(v, &g) != nil {
 			out[k] = groupRecord{} // unreadable: nothing to kill, drop it
+			return nil
+		}
+		if g.Host != "" && g.Host != hostname {
 			return nil
 		}
 		if g.Runner == os.Getpid() || !alive(g.Runner) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/solarops/solar/store"
 )
 
 // Two actions of one resource never run at once. Within a run the walker's
@@ -25,6 +27,43 @@ import (
 // every resource, where a file per resource cost its creation (about half a
 // millisecond on ext4) at each new resource's first run. Two resources whose
 // names hash alike merely exclude each other across runs.
+
+// resLocker takes resource locks for one run: a bbolt store's lock file, or
+// a shared store's locks (PostgreSQL advisory locks, seen from every
+// machine).
+type resLocker interface {
+	lock(ctx context.Context, resource string) (unlock func(), err error)
+	close()
+}
+
+func newResLocker(storePath string, shared store.Locks) resLocker {
+	if shared != nil {
+		return &sharedResLocks{locks: shared}
+	}
+	return &resourceLocks{storePath: storePath}
+}
+
+// sharedResLocks are resource locks of a shared store.
+type sharedResLocks struct{ locks store.Locks }
+
+func (l *sharedResLocks) lock(ctx context.Context, resource string) (func(), error) {
+	for {
+		unlock, ok, err := l.locks.TryLock("resource/" + resource)
+		if err != nil {
+			return nil, fmt.Errorf("resource lock of %s: %w", resource, err)
+		}
+		if ok {
+			return func() { _ = unlock() }, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+func (l *sharedResLocks) close() {}
 
 // lockPoll is how often a task waiting for another run's lock looks again.
 const lockPoll = 50 * time.Millisecond

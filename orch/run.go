@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/solarops/solar/events"
@@ -108,6 +105,24 @@ type taskInfo struct {
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[string]State, error) {
 	sdb, done := r.openStore()
 	defer done()
+	token := newToken()
+	locks, err := store.OpenLocks(r.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if locks != nil {
+		// A shared store: the plan's lock says, to every machine, that
+		// this process runs it; it goes with this process's session.
+		defer locks.Close()
+		unlock, ok, err := locks.TryLock(planLock(r.UID))
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, r.claimedElsewhere(sdb)
+		}
+		defer func() { _ = unlock() }()
+	}
 
 	var (
 		rec      *Record
@@ -116,12 +131,12 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		leftover map[string]groupRecord
 		edits    uint64
 	)
-	err := sdb.Update(func(tx *store.Tx) error {
+	err = sdb.Update(func(tx *store.Tx) error {
 		var err error
 		if rec, err = Load(tx, r.UID); err != nil {
 			return err
 		}
-		if err := claim(tx, r.UID, r.Now()); err != nil {
+		if err := claim(tx, r.UID, r.Now(), token); err != nil {
 			return err
 		}
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
@@ -143,6 +158,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	// What a run that died left behind goes before anything starts: its
 	// scripts (which must never run beside their resumed copies) and its
 	// private files (which hold secrets).
+	sdb.fence = func(tx *store.Tx) error { return fence(tx, r.UID, token) }
 	if err := r.killOrphans(sdb, leftover); err != nil {
 		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
 		return nil, nil, err
@@ -153,7 +169,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: &resourceLocks{storePath: r.Path}}
+		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks)}
 	defer ex.locks.close()
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
@@ -272,76 +288,6 @@ func Stopped(st State) bool {
 
 // killed is the error of a task whose run was killed while it ran.
 const killed = "killed"
-
-type runnerRecord struct {
-	PID     int       `json:"pid"`
-	Started time.Time `json:"started"`
-}
-
-// claim records this process as the plan's runner, refusing when another
-// live process already is.
-func claim(tx *store.Tx, uid string, now time.Time) error {
-	if rr, ok := liveRunner(tx, uid); ok && rr.PID != os.Getpid() {
-		return rr.busy(uid)
-	}
-	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Started: now.UTC()})
-	if err != nil {
-		return err
-	}
-	return tx.Put(store.Plans, runnerKey(uid), raw)
-}
-
-// busy is the error of a change refused because rr runs plan uid.
-func (rr runnerRecord) busy(uid string) error {
-	return fmt.Errorf("%w: plan %s is being run by pid %d since %s; wait for it to finish, or stop it with solar orch stop %s",
-		ErrRunning, uid, rr.PID, rr.Started.Local().Format(time.DateTime), uid)
-}
-
-// liveRunner returns the record of the live process running plan uid.
-func liveRunner(tx *store.Tx, uid string) (runnerRecord, bool) {
-	var rr runnerRecord
-	raw, err := tx.Get(store.Plans, runnerKey(uid))
-	if err != nil || json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
-		return runnerRecord{}, false
-	}
-	return rr, true
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // no /proc: trust kill(0)
-	}
-	// The state follows the parenthesised command name.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
-// Running reports the pid of the live process running plan uid, if any.
-func Running(tx *store.Tx, uid string) (int, bool) {
-	rr, ok := liveRunner(tx, uid)
-	return rr.PID, ok
-}
-
-// RequestStop asks the runner of plan uid to stop softly.
-func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
-	raw, err := tx.Get(store.Plans, runnerKey(uid))
-	if err != nil {
-		return 0, false, nil
-	}
-	var rr runnerRecord
-	if json.Unmarshal(raw, &rr) != nil || !alive(rr.PID) {
-		return 0, false, nil
-	}
-	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), nil)
-}
 
 // prepareChunk is how many tasks share one catalog while the runner
 // prepares: a catalog keeps every resource it decoded, base and all, and
@@ -583,7 +529,7 @@ type execution struct {
 	stopOnce sync.Once
 
 	logs  liveLogs
-	locks *resourceLocks
+	locks resLocker
 
 	// Seen only by the walker's goroutine (begin): how many times the
 	// store had been opened, and the plan's edit count, when the runner

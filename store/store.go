@@ -246,8 +246,42 @@ func (t *Tx) Last(bucket, prefix string) (string, []byte, error) { return t.t.La
 // used for ordering (staging order, rule order) and survives restarts.
 func (t *Tx) NextSequence(bucket string) (uint64, error) { return t.t.NextSequence(bucket) }
 
+// LockHeld reports whether some process holds the store lock name (see
+// OpenLocks); known is false when the backend cannot tell (bbolt: its
+// processes share a machine, and pids tell).
+func (t *Tx) LockHeld(name string) (held, known bool) {
+	l, ok := t.t.(interface {
+		LockHeld(name string) (bool, error)
+	})
+	if !ok {
+		return false, false
+	}
+	held, err := l.LockHeld(name)
+	return held, err == nil
+}
+
 // SeqKey renders a sequence number as a fixed-width key that sorts in
 // numeric order.
 func SeqKey(n uint64) string {
 	return fmt.Sprintf("%016x", n)
+}
+
+// Locks are named locks every process using a shared store sees, each held
+// until released or until its holder's session ends (its process or
+// machine dies).
+type Locks interface {
+	// TryLock takes the lock without waiting; ok is false when another
+	// process holds it.
+	TryLock(name string) (unlock func() error, ok bool, err error)
+	Close() error
+}
+
+// OpenLocks opens the store's lock session. It returns nil for a bbolt
+// file, whose processes share one machine: the runner uses pids and file
+// locks there.
+func OpenLocks(location string) (Locks, error) {
+	if !IsURL(location) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("store %s: PostgreSQL stores are not supported by this build", Redact(location))
 }
