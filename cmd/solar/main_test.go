@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/solarops/solar/cmd"
+	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/internal/sshdtest"
+	"github.com/solarops/solar/store"
 )
 
 // TestMain lets the test binary act as the real solar binary inside scripts.
@@ -30,20 +33,66 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar end to end against the real
 // binary and a fresh store in the script's work directory.
 func TestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams(t, func(e *testscript.Env) error {
+		e.Setenv("SOLAR_DB", filepath.Join(e.WorkDir, "solar.db"))
+		return nil
+	}))
+}
+
+// postgresScripts are the scripts that run a second time on a PostgreSQL
+// store: the session of SPEC section 0, staging, planning, runs, crashes
+// and resumes, control and live edits, locking, and the team store's own.
+var postgresScripts = []string{
+	"spec_session", "ch_staging", "ch_process", "orch_run", "orch_crash", "orch_control",
+	"orch_live_edits", "orch_two_plans", "composition", "connections", "stale_plans", "team_store",
+}
+
+// TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
+// of a real PostgreSQL server (internal/pgtest).
+func TestScriptsPostgres(t *testing.T) {
+	srv, err := pgtest.StartServer()
+	if err != nil {
+		pgtest.SkipOrFail(t, err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	p := scriptParams(t, func(e *testscript.Env) error {
+		name := strings.ToLower(strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '_'
+		}, filepath.Base(e.WorkDir)))
+		u, err := srv.NewDatabase("s_" + name)
+		if err != nil {
+			return err
+		}
+		e.Setenv("SOLAR_DB", u)
+		e.Setenv("PGSERVER", srv.URL("postgres"))
+		return nil
+	})
+	for _, name := range postgresScripts {
+		p.Files = append(p.Files, filepath.Join("testdata", "script", name+".txtar"))
+	}
+	p.Dir = ""
+	testscript.Run(t, p)
+}
+
+// scriptParams are the parameters every script run shares; setup names
+// the store.
+func scriptParams(t *testing.T, setup func(*testscript.Env) error) testscript.Params {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	servers := &sshServers{t: t, byName: map[string]*sshdtest.Server{}}
-	testscript.Run(t, testscript.Params{
+	return testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("SOLAR_DB", filepath.Join(e.WorkDir, "solar.db"))
 			e.Setenv("RES", filepath.Join(repo, "testdata", "resources"))
 			e.Setenv("EXAMPLES", filepath.Join(repo, "testdata", "examples"))
 			e.Setenv("SOLAR_LOCK_WAIT", "2s")
 			e.Setenv("NO_COLOR", "1")
-			return nil
+			return setup(e)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// exit N PROG ARGS...: run PROG and require exit status N.
@@ -75,6 +124,8 @@ func TestScripts(t *testing.T) {
 			"stopsshd":   servers.stop,
 			"damage":     cmdDamage,
 			"alive":      cmdAlive,
+			"snapstore":  cmdSnapstore,
+			"cmpstore":   cmdCmpstore,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {
@@ -84,6 +135,10 @@ func TestScripts(t *testing.T) {
 					return false, fmt.Errorf("%s is required (SOLAR_TEST_REQUIRE_ALL=1): %v", prog, err)
 				}
 				return err == nil, nil
+			}
+			if cond == "postgres" || cond == "bbolt" {
+				// [postgres]: the store is a PostgreSQL database.
+				return store.IsURL(os.Getenv("SOLAR_DB")) == (cond == "postgres"), nil
 			}
 			if cond != "sshd" {
 				return false, fmt.Errorf("unknown condition %q", cond)
@@ -96,7 +151,7 @@ func TestScripts(t *testing.T) {
 			return ok, nil
 		},
 		RequireExplicitExec: true,
-	})
+	}
 }
 
 // cmdWaitfile is "waitfile PATH [TIMEOUT]": poll until PATH exists, failing
@@ -287,4 +342,41 @@ func (s *sshServers) stop(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("stopsshd: no server %s", args[0])
 	}
 	srv.Stop()
+}
+
+// cmdSnapstore is "snapstore NAME": remember the store ($SOLAR_DB) as it is
+// now, for cmpstore: a bbolt file byte for byte, a PostgreSQL store as its
+// export.
+func cmdSnapstore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: snapstore NAME")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), storeImage(ts), 0o600))
+}
+
+// cmdCmpstore is "cmpstore NAME": the store is as snapstore NAME saw it.
+func cmdCmpstore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: cmpstore NAME")
+	}
+	before, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if !bytes.Equal(before, storeImage(ts)) {
+		ts.Fatalf("cmpstore: the store changed since snapstore %s", args[0])
+	}
+}
+
+func storeImage(ts *testscript.TestScript) []byte {
+	loc := ts.Getenv("SOLAR_DB")
+	if !store.IsURL(loc) {
+		raw, err := os.ReadFile(loc)
+		ts.Check(err)
+		return raw
+	}
+	db, err := store.Open(loc, store.Options{ReadOnly: true})
+	ts.Check(err)
+	defer db.Close()
+	var buf bytes.Buffer
+	ts.Check(db.View(func(tx *store.Tx) error { return store.Export(tx, &buf) }))
+	return buf.Bytes()
 }
