@@ -1,0 +1,34 @@
+// Package pg is the store backend of a team: a PostgreSQL database that
+// several operators, on several machines, share. It implements kv.Backend
+// and passes the conformance suite (store/kv/kvtest).
+//
+// # Where
+//
+// A store is a PostgreSQL schema ("solar" unless the URL's schema parameter
+// names another, so that several stores share one database) holding three
+// tables, created on first use: kv (bucket, key bytea, value bytea), whose
+// keys sort as bbolt's do (memcmp), seq (bucket, n) for the sequences, and
+// solar_layout (version), the layout of those tables, upgraded in place
+// when older (LayoutVersion). The data's own schema version lives in the
+// meta bucket under "schema_version", as in the bbolt file.
+//
+// # Transactions
+//
+// Update is one SERIALIZABLE transaction. Its writes are kept in the
+// transaction (reads see them) and sent at commit in a few statements, so
+// a transaction of 40,000 puts costs a few round trips, not 40,000. When
+// PostgreSQL aborts it for a serialization failure or a deadlock, its
+// function runs again from the start (see Store.Update). View is a
+// read-only REPEATABLE READ transaction.
+//
+// # Locks
+//
+// There is no lock on the whole store: transactions of several processes
+// interleave safely. Store.TryLock and Store.Lock take named advisory
+// locks that a session holds and that die with the process holding them.
+//
+// # Secrets
+//
+// A URL's password is never shown: Location and every error of this
+// package carry the URL through Redact.
+package pg

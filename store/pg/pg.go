@@ -1,0 +1,408 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/solarops/solar/store/kv"
+)
+
+// LayoutVersion is the version of the tables this package writes (not of
+// the records in them, which is Options.Version). A store with an older
+// layout is upgraded in place on Open; a newer one is refused.
+const LayoutVersion = 1
+
+// layouts[v] brings a schema from layout v-1 to v. %[1]s is the quoted
+// schema. Keys are bytea, whose order is memcmp's, as in bbolt; bucket names
+// are compared in the "C" collation, byte for byte.
+var layouts = []string{
+	1: `CREATE TABLE IF NOT EXISTS %[1]s.kv (
+		bucket text COLLATE "C" NOT NULL,
+		key bytea NOT NULL,
+		value bytea NOT NULL,
+		PRIMARY KEY (bucket, key));
+	CREATE TABLE IF NOT EXISTS %[1]s.seq (
+		bucket text COLLATE "C" PRIMARY KEY,
+		n bigint NOT NULL)`,
+}
+
+// DefaultLockWait is how long a transaction waits for a lock another
+// session holds (PostgreSQL's lock_timeout) before failing with
+// kv.ErrLocked.
+const DefaultLockWait = 5 * time.Second
+
+// maxAttempts bounds how often Update runs its function when PostgreSQL
+// aborts the transaction for a serialization failure or a deadlock.
+const maxAttempts = 10
+
+// connectTimeout bounds a connection attempt when the URL sets none.
+const connectTimeout = 10 * time.Second
+
+// Options tune Open.
+type Options struct {
+	// Buckets are the bucket names transactions may use; Meta is the one
+	// holding "schema_version", which must equal Version.
+	Buckets []string
+	Meta    string
+	Version int
+	// ReadOnly opens for reading only: Update fails with kv.ErrReadOnly,
+	// and a database without a store is kv.ErrNoStore rather than a new
+	// store. (A store of an older layout is still upgraded.)
+	ReadOnly bool
+	// LockWait bounds the wait for a lock held by another session inside
+	// a transaction; zero means DefaultLockWait.
+	LockWait time.Duration
+}
+
+// Store is a solar store in a PostgreSQL schema. It is safe for concurrent
+// use; each transaction has a connection of its own from a pool.
+type Store struct {
+	pool    *pgxpool.Pool
+	cfg     *pgxpool.Config
+	loc     location
+	opts    Options
+	buckets map[string]bool
+	sql     statements
+	locks   lockSession
+}
+
+// Open opens the store at rawURL (postgres:// or postgresql://, anything
+// pgx accepts, libpq's environment variables included), creating its
+// schema and tables on first use. The URL's schema parameter selects the
+// PostgreSQL schema (default "solar"), so that several stores share one
+// database. Every error names the URL with its password redacted.
+func Open(rawURL string, opts Options) (*Store, error) {
+	if opts.LockWait == 0 {
+		opts.LockWait = DefaultLockWait
+	}
+	loc, err := parseLocation(rawURL)
+	if err != nil {
+		return nil, &Error{Location: loc.display, Op: "open", Err: err, secrets: loc.secrets}
+	}
+	s := &Store{loc: loc, opts: opts, buckets: map[string]bool{}}
+	cfg, err := pgxpool.ParseConfig(loc.conn)
+	if err != nil {
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && pe.Unwrap() != nil {
+			err = pe.Unwrap()
+		}
+		return nil, s.fail("parse URL", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["lock_timeout"] = strconv.FormatInt(opts.LockWait.Milliseconds(), 10)
+	if rp["application_name"] == "" {
+		rp["application_name"] = "solar"
+	}
+	s.cfg = cfg
+	for _, b := range opts.Buckets {
+		s.buckets[b] = true
+	}
+	s.sql = newStatements(pgx.Identifier{loc.schema}.Sanitize())
+	s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, s.fail("connect", err)
+	}
+	if err := s.init(context.Background()); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// fail wraps err as an Error of this store: one line, the password scrubbed.
+// A failure to connect keeps only the reason.
+func (s *Store) fail(op string, err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		op, err = "cannot connect", reason{ce}
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55P03" {
+		err = fmt.Errorf("%w: %w", kv.ErrLocked, err)
+	}
+	return &Error{Location: s.loc.display, Op: op, Err: err, secrets: s.loc.secrets}
+}
+
+// reason is a ConnectError without pgx's prefix, which repeats the user and
+// database the URL names.
+type reason struct{ ce *pgconn.ConnectError }
+
+func (r reason) Error() string {
+	if err := r.ce.Unwrap(); err != nil {
+		return err.Error()
+	}
+	return r.ce.Error()
+}
+
+func (r reason) Unwrap() error { return r.ce }
+
+// Location returns the store's URL, its password redacted.
+func (s *Store) Location() string { return s.loc.display }
+
+// Schema returns the PostgreSQL schema the store lives in.
+func (s *Store) Schema() string { return s.loc.schema }
+
+// Close releases the pool and the session holding the locks, which
+// releases them.
+func (s *Store) Close() error {
+	s.locks.close()
+	s.pool.Close()
+	return nil
+}
+
+// lockKey hashes a name into the 64-bit key of a PostgreSQL advisory lock,
+// apart for each schema and kind of lock.
+func (s *Store) lockKey(kind, name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(kind + "\x00" + s.loc.schema + "\x00" + name))
+	return int64(h.Sum64())
+}
+
+func isCode(err error, codes ...string) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	for _, c := range codes {
+		if pe.Code == c {
+			return true
+		}
+	}
+	return false
+}
+
+// init checks the layout and the schema version in one query, and creates
+// or upgrades the tables when that is needed.
+func (s *Store) init(ctx context.Context) error {
+	var layout *int32
+	var version []byte
+	err := s.pool.QueryRow(ctx, s.sql.ready, s.opts.Meta).Scan(&layout, &version)
+	switch {
+	case isCode(err, "42P01", "3F000"): // undefined table, undefined schema
+	case err != nil:
+		return s.fail("open", err)
+	case layout != nil && int(*layout) > LayoutVersion:
+		return s.fail("open", s.newerLayout(int(*layout)))
+	case layout != nil && int(*layout) == LayoutVersion && version != nil:
+		return s.checkVersion(version)
+	}
+	return s.setup(ctx)
+}
+
+func (s *Store) newerLayout(v int) error {
+	return fmt.Errorf("%w: its tables have layout %d, this solar knows layouts up to %d; upgrade solar", kv.ErrSchema, v, LayoutVersion)
+}
+
+func (s *Store) checkVersion(v []byte) error {
+	if want := strconv.Itoa(s.opts.Version); string(v) != want {
+		return s.fail("open", fmt.Errorf("%w: it has version %s, this solar reads version %s", kv.ErrSchema, v, want))
+	}
+	return nil
+}
+
+// setup creates the schema and tables, or upgrades them, in one
+// transaction under an advisory lock, so that two first uses do not race.
+func (s *Store) setup(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail("open", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey("layout", "")); err != nil {
+		return s.fail("open", err)
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.sql.schema+".solar_layout").Scan(&exists); err != nil {
+		return s.fail("open", err)
+	}
+	if !exists && s.opts.ReadOnly {
+		return &Error{Location: s.loc.display, Op: "open", Err: fmt.Errorf("%w at %s", kv.ErrNoStore, s.loc.display), secrets: s.loc.secrets}
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS %[1]s;
+		CREATE TABLE IF NOT EXISTS %[1]s.solar_layout (version integer NOT NULL)`, s.sql.schema)); err != nil {
+		return s.fail("create schema", err)
+	}
+	var layout *int32
+	if err := tx.QueryRow(ctx, "SELECT max(version) FROM "+s.sql.schema+".solar_layout").Scan(&layout); err != nil {
+		return s.fail("open", err)
+	}
+	v := 0
+	if layout == nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+s.sql.schema+".solar_layout VALUES (0)"); err != nil {
+			return s.fail("create schema", err)
+		}
+	} else {
+		v = int(*layout)
+	}
+	if v > LayoutVersion {
+		return s.fail("open", s.newerLayout(v))
+	}
+	for ; v < LayoutVersion; v++ {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(layouts[v+1], s.sql.schema)); err != nil {
+			return s.fail(fmt.Sprintf("upgrade layout to %d", v+1), err)
+		}
+	}
+	if _, err := tx.Exec(ctx, "UPDATE "+s.sql.schema+".solar_layout SET version = $1", v); err != nil {
+		return s.fail("open", err)
+	}
+	var version []byte
+	err = tx.QueryRow(ctx, s.sql.get, s.opts.Meta, []byte("schema_version")).Scan(&version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := tx.Exec(ctx, s.sql.put1, s.opts.Meta, []byte("schema_version"), []byte(strconv.Itoa(s.opts.Version))); err != nil {
+			return s.fail("open", err)
+		}
+	case err != nil:
+		return s.fail("open", err)
+	default:
+		if err := s.checkVersion(version); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.fail("open", err)
+	}
+	return nil
+}
+
+// Update runs fn in one SERIALIZABLE transaction, committed if fn returns
+// nil and rolled back otherwise. Writes are buffered and sent at commit, in
+// a few statements. When PostgreSQL aborts the transaction for a
+// serialization failure or a deadlock (another session wrote what this one
+// read), fn runs again, from the start, in a new transaction, up to 10
+// times with a growing, jittered pause: fn must not have effects outside
+// the transaction that a second run would repeat wrongly.
+func (s *Store) Update(fn func(kv.Tx) error) error {
+	if s.opts.ReadOnly {
+		return kv.ErrReadOnly
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.update(fn)
+		if attempt >= maxAttempts || !isCode(err, "40001", "40P01") {
+			return err
+		}
+		pause := time.Duration(1<<min(attempt, 7)) * time.Millisecond
+		time.Sleep(pause/2 + rand.N(pause))
+	}
+}
+
+func (s *Store) update(fn func(kv.Tx) error) error {
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.fail("begin", err)
+	}
+	defer conn.Release()
+	ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return s.fail("begin", err)
+	}
+	defer ptx.Rollback(ctx)
+	t := newTx(s, ctx, ptx, true)
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.err != nil {
+		// fn ignored a failed read (Has cannot report one).
+		return t.err
+	}
+	if err := t.flush(); err != nil {
+		return s.fail("commit", err)
+	}
+	if err := ptx.Commit(ctx); err != nil {
+		return s.fail("commit", err)
+	}
+	return nil
+}
+
+// View runs fn in a read-only REPEATABLE READ transaction: fn sees one
+// snapshot of the store.
+func (s *Store) View(fn func(kv.Tx) error) error {
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.fail("begin", err)
+	}
+	defer conn.Release()
+	ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return s.fail("begin", err)
+	}
+	defer ptx.Rollback(ctx)
+	t := newTx(s, ctx, ptx, false)
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.err
+}
+
+// Info describes a store, for solar store info.
+type Info struct {
+	Backend       string           `json:"backend"`
+	Location      string           `json:"location"`
+	Schema        string           `json:"schema"`
+	LayoutVersion int              `json:"layout_version"`
+	Keys          map[string]int64 `json:"keys"` // per bucket, every bucket listed
+}
+
+// Info counts the keys of every bucket, in one snapshot.
+func (s *Store) Info() (Info, error) {
+	in := Info{Backend: "postgresql", Location: s.loc.display, Schema: s.loc.schema, Keys: map[string]int64{}}
+	for b := range s.buckets {
+		in.Keys[b] = 0
+	}
+	ctx := context.Background()
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "SELECT version FROM "+s.sql.schema+".solar_layout").Scan(&in.LayoutVersion); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT bucket, count(*) FROM "+s.sql.schema+".kv GROUP BY bucket")
+		if err != nil {
+			return err
+		}
+		var b string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&b, &n}, func() error {
+			in.Keys[b] = n
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return Info{}, s.fail("info", err)
+	}
+	return in, nil
+}
+
+// lockSession is the connection that holds the advisory locks of TryLock
+// and Lock: a session of its own, so that the locks last exactly as long as
+// it does, whatever the pool does with its connections.
+type lockSession struct {
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	held   map[string]*pgx.Conn // name -> the session holding it
+	closed bool
+}
+
+func (l *lockSession) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.conn != nil {
+		_ = l.conn.Close(context.Background())
+		l.conn = nil
+	}
+	l.held = nil
+}

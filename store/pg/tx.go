@@ -1,0 +1,461 @@
+package pg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/solarops/solar/store/kv"
+)
+
+// statements are the SQL of one schema, built once at Open. pgx prepares
+// and caches each on the connections that run it.
+type statements struct {
+	schema string // quoted
+	ready  string
+	get    string
+	has    string
+	scan   string // key >= lo AND key < hi, ascending
+	scanLo string // key >= lo, ascending: the prefix has no upper bound
+	last   string // key >= lo AND key < hi, descending
+	lastLo string
+	put1   string
+	upsert string
+	delete string
+	seq    string
+	setSeq string
+}
+
+func newStatements(schema string) statements {
+	kvt := schema + ".kv"
+	return statements{
+		schema: schema,
+		ready: "SELECT (SELECT max(version) FROM " + schema + ".solar_layout), " +
+			"(SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = 'schema_version'::bytea)",
+		get:    "SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		has:    "SELECT true FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		scan:   "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4",
+		scanLo: "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3",
+		last:   "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT $4",
+		lastLo: "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT $3",
+		put1:   "INSERT INTO " + kvt + " (bucket, key, value) VALUES ($1, $2, $3)",
+		// Rows whose value does not change are left alone: no dead tuple.
+		upsert: "INSERT INTO " + kvt + " AS t (bucket, key, value) SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS u(k, v) " +
+			"ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value WHERE t.value IS DISTINCT FROM EXCLUDED.value",
+		delete: "DELETE FROM " + kvt + " WHERE bucket = $1 AND key = ANY($2::bytea[])",
+		seq:    "SELECT n FROM " + schema + ".seq WHERE bucket = $1",
+		setSeq: "INSERT INTO " + schema + ".seq (bucket, n) VALUES ($1, $2) " +
+			"ON CONFLICT (bucket) DO UPDATE SET n = EXCLUDED.n",
+	}
+}
+
+// Limits of one flush statement: rows, and bytes of keys and values.
+const (
+	flushRows  = 5000
+	flushBytes = 16 << 20
+)
+
+// tx is one transaction. Reads go to PostgreSQL, through the transaction's
+// own pending writes (w) and a cache of what it read: within one snapshot a
+// key read twice has the same value unless this transaction wrote it, which
+// w answers first.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	q        pgx.Tx
+	writable bool
+	w        writes
+	cache    map[string]map[string]cached // bucket -> key -> what PostgreSQL said
+	seqs     map[string]uint64            // bucket -> its counter in PostgreSQL
+	// err is the first failed query: PostgreSQL aborts the transaction
+	// then, so it cannot commit, and a serialization failure here must
+	// reach Update's retry even when fn drops it (Has has no error).
+	err error
+}
+
+type cached struct {
+	v       []byte // nil when only presence is known
+	present bool
+}
+
+func newTx(s *Store, ctx context.Context, q pgx.Tx, writable bool) *tx {
+	return &tx{s: s, ctx: ctx, q: q, writable: writable}
+}
+
+// failed records a failed query and returns it as an Error of the store.
+func (t *tx) failed(op string, err error) error {
+	err = t.s.fail(op, err)
+	if t.err == nil {
+		t.err = err
+	}
+	return err
+}
+
+func (t *tx) check(bucket string) {
+	if !t.s.buckets[bucket] {
+		panic("store: unknown bucket " + bucket) // a bug, as in the bbolt backend
+	}
+}
+
+func (t *tx) Writable() bool { return t.writable }
+
+func (t *tx) remember(bucket, key string, c cached) {
+	if t.cache == nil {
+		t.cache = map[string]map[string]cached{}
+	}
+	m := t.cache[bucket]
+	if m == nil {
+		m = map[string]cached{}
+		t.cache[bucket] = m
+	}
+	m[key] = c
+}
+
+func (t *tx) Get(bucket, key string) ([]byte, error) {
+	t.check(bucket)
+	if e, ok := t.w.lookup(bucket, key); ok {
+		if e.deleted {
+			return nil, kv.ErrNotFound
+		}
+		return bytes.Clone(e.v), nil
+	}
+	if c, ok := t.cache[bucket][key]; ok && (c.v != nil || !c.present) {
+		if !c.present {
+			return nil, kv.ErrNotFound
+		}
+		return bytes.Clone(c.v), nil
+	}
+	var v []byte
+	err := t.q.QueryRow(t.ctx, t.s.sql.get, bucket, []byte(key)).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		t.remember(bucket, key, cached{})
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, t.failed("get", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	t.remember(bucket, key, cached{v: v, present: true})
+	return bytes.Clone(v), nil
+}
+
+func (t *tx) Has(bucket, key string) bool {
+	t.check(bucket)
+	if e, ok := t.w.lookup(bucket, key); ok {
+		return !e.deleted
+	}
+	if c, ok := t.cache[bucket][key]; ok {
+		return c.present
+	}
+	var yes bool
+	err := t.q.QueryRow(t.ctx, t.s.sql.has, bucket, []byte(key)).Scan(&yes)
+	if errors.Is(err, pgx.ErrNoRows) {
+		t.remember(bucket, key, cached{})
+		return false
+	}
+	if err != nil {
+		_ = t.failed("has", err)
+		return false
+	}
+	t.remember(bucket, key, cached{present: true})
+	return true
+}
+
+func (t *tx) Put(bucket, key string, value []byte) error {
+	if !t.writable {
+		return kv.ErrReadOnly
+	}
+	t.check(bucket)
+	if value == nil {
+		value = []byte{}
+	}
+	t.w.set(bucket, key, bytes.Clone(value), false)
+	return nil
+}
+
+func (t *tx) Delete(bucket, key string) error {
+	if !t.writable {
+		return kv.ErrReadOnly
+	}
+	t.check(bucket)
+	t.w.set(bucket, key, nil, true)
+	return nil
+}
+
+// row is a key and value read from PostgreSQL.
+type row struct {
+	k string
+	v []byte
+}
+
+// Chunks of a scan: small first, since many scans stop early (ErrStop,
+// Last), then larger. Each chunk is read whole before any callback runs,
+// so callbacks may query (Get inside ForEach) on the same connection.
+const (
+	firstChunk = 64
+	maxChunk   = 4096
+)
+
+// baseScan calls fn for PostgreSQL's keys of bucket with prefix, in order
+// (desc: in reverse), chunk by chunk.
+func (t *tx) baseScan(bucket, prefix string, desc bool, fn func(r row) error) error {
+	lo, hi := []byte(prefix), after([]byte(prefix))
+	for limit := firstChunk; ; limit = min(limit*4, maxChunk) {
+		var rows pgx.Rows
+		var err error
+		switch {
+		case !desc && hi != nil:
+			rows, err = t.q.Query(t.ctx, t.s.sql.scan, bucket, lo, hi, limit)
+		case !desc:
+			rows, err = t.q.Query(t.ctx, t.s.sql.scanLo, bucket, lo, limit)
+		case hi != nil:
+			rows, err = t.q.Query(t.ctx, t.s.sql.last, bucket, lo, hi, limit)
+		default:
+			rows, err = t.q.Query(t.ctx, t.s.sql.lastLo, bucket, lo, limit)
+		}
+		if err != nil {
+			return t.failed("read", err)
+		}
+		chunk := make([]row, 0, limit)
+		for rows.Next() {
+			raw := rows.RawValues()
+			chunk = append(chunk, row{k: string(raw[0]), v: bytes.Clone(raw[1])})
+		}
+		if err := rows.Err(); err != nil {
+			return t.failed("read", err)
+		}
+		for _, r := range chunk {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < limit {
+			return nil
+		}
+		// The next chunk starts past the last key read.
+		if k := chunk[len(chunk)-1].k; desc {
+			hi = []byte(k)
+		} else {
+			lo = append([]byte(k), 0)
+		}
+	}
+}
+
+// errStopped ends a base scan whose consumer is done.
+var errStopped = errors.New("scan stopped")
+
+func (t *tx) ForEach(bucket, prefix string, fn func(key string, value []byte) error) error {
+	t.check(bucket)
+	call := func(k string, v []byte) error {
+		if err := fn(k, v); err != nil {
+			if errors.Is(err, kv.ErrStop) {
+				return errStopped
+			}
+			return &callbackError{err}
+		}
+		return nil
+	}
+	keys := t.w.keys(bucket, prefix)
+	i := 0
+	// emit sends the pending keys below limit (all when all), skipping
+	// deletions.
+	emit := func(limit string, all bool) error {
+		for ; i < len(keys) && (all || keys[i] < limit); i++ {
+			e, _ := t.w.lookup(bucket, keys[i])
+			if e.deleted {
+				continue
+			}
+			if err := call(keys[i], e.v); err != nil {
+				i++
+				return err
+			}
+		}
+		return nil
+	}
+	err := t.baseScan(bucket, prefix, false, func(r row) error {
+		if err := emit(r.k, false); err != nil {
+			return err
+		}
+		if i < len(keys) && keys[i] == r.k {
+			i++
+			e, _ := t.w.lookup(bucket, r.k)
+			if e.deleted {
+				return nil
+			}
+			r.v = e.v
+		}
+		return call(r.k, r.v)
+	})
+	if err == nil {
+		err = emit("", true)
+	}
+	var ce *callbackError
+	switch {
+	case err == nil, errors.Is(err, errStopped):
+		return nil
+	case errors.As(err, &ce):
+		return ce.err
+	}
+	return err
+}
+
+// callbackError carries a ForEach callback's own error through the scan.
+type callbackError struct{ err error }
+
+func (e *callbackError) Error() string { return e.err.Error() }
+
+func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
+	t.check(bucket)
+	// The greatest pending key that is not a deletion...
+	var pk string
+	var pv []byte
+	pending := false
+	keys := t.w.keys(bucket, prefix)
+	for j := len(keys) - 1; j >= 0; j-- {
+		if e, _ := t.w.lookup(bucket, keys[j]); !e.deleted {
+			pk, pv, pending = keys[j], e.v, true
+			break
+		}
+	}
+	// ...against PostgreSQL's greatest key that this transaction did not
+	// delete.
+	var bk string
+	var bv []byte
+	base := false
+	err := t.baseScan(bucket, prefix, true, func(r row) error {
+		if e, ok := t.w.lookup(bucket, r.k); ok {
+			if e.deleted {
+				return nil
+			}
+			r.v = e.v
+		}
+		bk, bv, base = r.k, r.v, true
+		return errStopped
+	})
+	if err != nil && !errors.Is(err, errStopped) {
+		return "", nil, err
+	}
+	switch {
+	case base && (!pending || bk > pk):
+		return bk, bytes.Clone(bv), nil
+	case pending:
+		return pk, bytes.Clone(pv), nil
+	}
+	return "", nil, kv.ErrNotFound
+}
+
+// after returns the least key greater than every key with prefix p, or nil
+// when there is none (p empty or all 0xff): then a scan has no upper bound.
+func after(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// baseSequence returns the bucket's counter in PostgreSQL, read once.
+func (t *tx) baseSequence(bucket string) (uint64, error) {
+	if n, ok := t.seqs[bucket]; ok {
+		return n, nil
+	}
+	var n int64
+	err := t.q.QueryRow(t.ctx, t.s.sql.seq, bucket).Scan(&n)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, t.failed("read sequence", err)
+	}
+	if t.seqs == nil {
+		t.seqs = map[string]uint64{}
+	}
+	t.seqs[bucket] = uint64(n)
+	return uint64(n), nil
+}
+
+// NextSequence counts in the transaction and writes the counter at commit.
+// Two transactions that take a number from one bucket both read and write
+// its row, so SERIALIZABLE lets only one commit; Update runs the other
+// again, and it takes the next number.
+func (t *tx) NextSequence(bucket string) (uint64, error) {
+	if !t.writable {
+		return 0, kv.ErrReadOnly
+	}
+	n, err := t.Sequence(bucket)
+	if err != nil {
+		return 0, err
+	}
+	t.w.setSeq(bucket, n+1)
+	return n + 1, nil
+}
+
+func (t *tx) Sequence(bucket string) (uint64, error) {
+	t.check(bucket)
+	if n, ok := t.w.seqs[bucket]; ok {
+		return n, nil
+	}
+	return t.baseSequence(bucket)
+}
+
+func (t *tx) SetSequence(bucket string, n uint64) error {
+	if !t.writable {
+		return kv.ErrReadOnly
+	}
+	t.check(bucket)
+	t.w.setSeq(bucket, n)
+	return nil
+}
+
+// flush sends the pending writes in one batch: per bucket, upserts and
+// deletions of up to flushRows keys each, then the counters. Buckets and
+// keys go in order, so that two transactions lock rows in the same order
+// and deadlock less.
+func (t *tx) flush() error {
+	b := &pgx.Batch{}
+	for _, bucket := range slices.Sorted(maps.Keys(t.w.buckets)) {
+		p := t.w.buckets[bucket]
+		var putK, putV, del [][]byte
+		size := 0
+		send := func() {
+			if len(putK) > 0 {
+				b.Queue(t.s.sql.upsert, bucket, putK, putV)
+			}
+			if len(del) > 0 {
+				b.Queue(t.s.sql.delete, bucket, del)
+			}
+			putK, putV, del, size = nil, nil, nil, 0
+		}
+		for _, k := range p.sortedKeys() {
+			e := p.vals[k]
+			if e.deleted {
+				del = append(del, []byte(k))
+			} else {
+				putK, putV = append(putK, []byte(k)), append(putV, e.v)
+			}
+			size += len(k) + len(e.v)
+			if len(putK)+len(del) >= flushRows || size >= flushBytes {
+				send()
+			}
+		}
+		send()
+	}
+	for _, bucket := range slices.Sorted(maps.Keys(t.w.seqs)) {
+		n := t.w.seqs[bucket]
+		if n > 1<<63-1 {
+			return fmt.Errorf("sequence of %s: %d does not fit a bigint", bucket, n)
+		}
+		b.Queue(t.s.sql.setSeq, bucket, int64(n))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return t.q.SendBatch(t.ctx, b).Close()
+}
