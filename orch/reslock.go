@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,30 +32,93 @@ import (
 
 // resLocker takes resource locks for one run: a bbolt store's lock file, or
 // a shared store's locks (PostgreSQL advisory locks, seen from every
-// machine).
+// machine). On a shared store an attempt also takes a slot of each limit it
+// is under (its node's --per-node, its sema), so that runs of different
+// plans, from any machine, keep them together.
 type resLocker interface {
-	lock(ctx context.Context, resource string) (unlock func(), err error)
+	lock(ctx context.Context, resource string, limits []sharedLimit) (unlock func(), err error)
 	close()
+}
+
+// sharedLimit is a number of slots, shared by every run, named after a node or a
+// semaphore.
+type sharedLimit struct {
+	name string
+	n    int
 }
 
 func newResLocker(storePath string, shared store.Locks) resLocker {
 	if shared != nil {
-		return &sharedResLocks{locks: shared}
+		return &sharedResLocks{locks: shared, held: map[string]bool{}}
 	}
 	return &resourceLocks{storePath: storePath}
 }
 
-// sharedResLocks are resource locks of a shared store.
-type sharedResLocks struct{ locks store.Locks }
+// sharedResLocks are the resource locks and limit slots of a shared store.
+// The store's locks are re-entrant within the run's session, so the run
+// remembers which slots its own tasks hold and takes another.
+type sharedResLocks struct {
+	locks store.Locks
+	mu    sync.Mutex
+	held  map[string]bool // slot lock names this run holds
+}
 
-func (l *sharedResLocks) lock(ctx context.Context, resource string) (func(), error) {
-	for {
-		unlock, ok, err := l.locks.TryLock("resource/" + resource)
-		if err != nil {
-			return nil, fmt.Errorf("resource lock of %s: %w", resource, err)
+func (l *sharedResLocks) lock(ctx context.Context, resource string, limits []sharedLimit) (func(), error) {
+	var unlocks []func() error
+	release := func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			_ = unlocks[i]()
 		}
-		if ok {
-			return func() { _ = unlock() }, nil
+	}
+	// The resource first, then the limits in name order: every run takes
+	// them in one order, so two runs never wait for each other in a ring.
+	u, err := l.wait(ctx, []string{"resource/" + resource}, "resource lock of "+resource)
+	if err != nil {
+		return nil, err
+	}
+	unlocks = append(unlocks, u)
+	slices.SortFunc(limits, func(a, b sharedLimit) int { return strings.Compare(a.name, b.name) })
+	for _, lim := range limits {
+		names := make([]string, lim.n)
+		for i := range names {
+			names[i] = fmt.Sprintf("slot/%s/%d", lim.name, i)
+		}
+		u, err := l.wait(ctx, names, "a slot of "+lim.name)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		unlocks = append(unlocks, u)
+	}
+	return release, nil
+}
+
+// wait takes the first free lock of names, looking again every lockPoll
+// while all are held, until ctx is done.
+func (l *sharedResLocks) wait(ctx context.Context, names []string, what string) (func() error, error) {
+	for {
+		for _, name := range names {
+			l.mu.Lock()
+			if l.held[name] {
+				l.mu.Unlock()
+				continue
+			}
+			unlock, ok, err := l.locks.TryLock(name)
+			if err != nil {
+				l.mu.Unlock()
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			if ok {
+				l.held[name] = true
+				l.mu.Unlock()
+				return func() error {
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					delete(l.held, name)
+					return unlock()
+				}, nil
+			}
+			l.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -155,7 +220,7 @@ func (l *resourceLocks) unlock(off int64) {
 
 // lock takes the lock of resource, waiting while another process holds
 // it, until ctx is done.
-func (l *resourceLocks) lock(ctx context.Context, resource string) (unlock func(), err error) {
+func (l *resourceLocks) lock(ctx context.Context, resource string, _ []sharedLimit) (unlock func(), err error) {
 	off := lockOffset(resource)
 	for {
 		busy, err := l.tryLock(off)

@@ -19,20 +19,20 @@ func TestResourceLocksExcludeOtherRuns(t *testing.T) {
 	gone, cancel := context.WithCancel(ctx)
 	cancel() // b gives up at once rather than wait
 
-	unlock, err := a.lock(ctx, "keystone")
+	unlock, err := a.lock(ctx, "keystone", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.lock(gone, "keystone"); err == nil {
+	if _, err := b.lock(gone, "keystone", nil); err == nil {
 		t.Fatal("another run took keystone's lock while it was held")
 	}
-	other, err := b.lock(gone, "haproxy")
+	other, err := b.lock(gone, "haproxy", nil)
 	if err != nil {
 		t.Fatalf("another resource was held up: %v", err)
 	}
 	other()
 	unlock()
-	again, err := b.lock(gone, "keystone")
+	again, err := b.lock(gone, "keystone", nil)
 	if err != nil {
 		t.Fatalf("keystone's lock was not released: %v", err)
 	}
@@ -49,21 +49,21 @@ func TestResourceLocksSharedOffsetHeldUntilLastHolder(t *testing.T) {
 	defer b.close()
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	first, err := a.lock(context.Background(), "keystone")
+	first, err := a.lock(context.Background(), "keystone", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same resource stands for any name with the same offset.
-	second, err := a.lock(context.Background(), "keystone")
+	second, err := a.lock(context.Background(), "keystone", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first()
-	if _, err := b.lock(gone, "keystone"); err == nil {
+	if _, err := b.lock(gone, "keystone", nil); err == nil {
 		t.Fatal("the lock went with the first holder while the second still held it")
 	}
 	second()
-	if _, err := b.lock(gone, "keystone"); err != nil {
+	if _, err := b.lock(gone, "keystone", nil); err != nil {
 		t.Fatalf("the lock stayed after the last holder let go: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -553,6 +554,24 @@ func (ex *execution) watchStop() {
 	}
 }
 
+// limits are the limits task t is under besides its resource: its node's
+// (--per-node) and its semaphores.
+func (ex *execution) limits(t *Task) []sharedLimit {
+	var out []sharedLimit
+	if t.Node != "" {
+		out = append(out, sharedLimit{name: "node/" + t.Node, n: max(ex.r.PerNode, 1)})
+	}
+	for _, s := range t.Sema {
+		name, count, ok := strings.Cut(s, ":")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil || n < 1 || strings.HasPrefix(name, "resource/") {
+			continue
+		}
+		out = append(out, sharedLimit{name: "sema/" + name, n: n})
+	}
+	return out
+}
+
 // run executes one task with its retries, delay and timeout.
 func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 	info := ex.infos[t.ID]
@@ -560,7 +579,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		return Outcome{Err: errors.New(info.problem), Attempts: 1}
 	}
 	if !info.noop {
-		unlock, err := ex.locks.lock(ctx, info.node.Resource)
+		unlock, err := ex.locks.lock(ctx, info.node.Resource, ex.limits(t))
 		if err != nil {
 			return Outcome{Err: err, Attempts: 1}
 		}
