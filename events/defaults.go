@@ -1,8 +1,6 @@
 package events
 
 import (
-	"sort"
-
 	"github.com/solarops/solar/store"
 )
 
@@ -43,11 +41,10 @@ type Pair struct{ Emitter, Receiver string }
 // left out because they would close a cycle of after rules, which would
 // make every plan with both actions fail.
 func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, skipped []string, err error) {
-	var (
-		cands []Rule
-		of    []int // pair index of each candidate
-	)
-	seen := map[Rule]bool{}
+	// Up to three rules per pair (see DefaultRules).
+	cands := make([]Rule, 0, 3*len(pairs))
+	of := make([]int, 0, 3*len(pairs)) // pair index of each candidate
+	seen := make(map[Rule]bool, 3*len(pairs))
 	for i, p := range pairs {
 		for _, r := range DefaultRules(cat, p.Emitter, p.Receiver) {
 			if !seen[r] && !Has(tx, r) {
@@ -64,17 +61,17 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 	// One strongly-connected-components pass over the stored after rules
 	// plus the candidates, rather than a search per rule: a candidate whose
 	// ends fall in one component lies on a cycle and is left out.
-	g, err := afterGraph(tx)
+	g, err := afterGraph(tx, len(cands))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, r := range cands {
-		g[r.Emitter] = append(g[r.Emitter], r.Subscriber)
+		g.add(r.Emitter, r.Subscriber)
 	}
-	comp := components(g)
+	comp := g.components()
 	var fresh []Rule
 	for k, r := range cands {
-		if ce, ok := comp[r.Emitter]; ok && ce == comp[r.Subscriber] {
+		if comp[g.ids[r.Emitter]] == comp[g.ids[r.Subscriber]] {
 			skipped = append(skipped, r.String())
 			continue
 		}
@@ -87,55 +84,81 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 	return owned, skipped, nil
 }
 
-// afterGraph returns the stored after rules as adjacency lists.
-func afterGraph(tx *store.Tx) (map[Ref][]Ref, error) {
+// refGraph is a graph of actions numbered in the order they were added,
+// so that finding its components hashes every action once rather than on
+// every step (300,000 rules of a 100,000-link chain took 2 s with maps keyed
+// by action).
+type refGraph struct {
+	ids  map[Ref]int32
+	succ [][]int32
+}
+
+func (g *refGraph) id(r Ref) int32 {
+	if n, ok := g.ids[r]; ok {
+		return n
+	}
+	n := int32(len(g.succ))
+	g.ids[r] = n
+	g.succ = append(g.succ, nil)
+	return n
+}
+
+func (g *refGraph) add(from, to Ref) {
+	f, t := g.id(from), g.id(to)
+	g.succ[f] = append(g.succ[f], t)
+}
+
+// afterGraph returns the stored after rules as a graph, with room for
+// extra more rules.
+func afterGraph(tx *store.Tx, extra int) (*refGraph, error) {
 	rules, err := List(tx)
 	if err != nil {
 		return nil, err
 	}
-	g := map[Ref][]Ref{}
+	g := &refGraph{ids: make(map[Ref]int32, len(rules)+extra)}
 	for _, r := range rules {
 		if r.Kind == After {
-			g[r.Emitter] = append(g[r.Emitter], r.Subscriber)
+			g.add(r.Emitter, r.Subscriber)
 		}
 	}
 	return g, nil
 }
 
-// components numbers the strongly connected components of g (Tarjan's
-// algorithm, iterative so that long chains cannot overflow the stack).
-func components(g map[Ref][]Ref) map[Ref]int {
-	index := map[Ref]int{}
-	low := map[Ref]int{}
-	onStack := map[Ref]bool{}
-	comp := map[Ref]int{}
-	var stack []Ref
-	next, ncomp := 0, 0
+// components numbers the strongly connected components of g by action id
+// (Tarjan's algorithm, iterative so that long chains cannot overflow the
+// stack). Actions are visited in id order, so numbering is deterministic.
+func (g *refGraph) components() []int32 {
+	n := len(g.succ)
+	const unseen = -1
+	index := make([]int32, n)
+	low := make([]int32, n)
+	comp := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = unseen
+	}
+	var stack []int32
+	var next, ncomp int32
 	type frame struct {
-		v Ref
+		v int32
 		i int
 	}
-	// Visit in a fixed order so numbering is deterministic.
-	var roots []Ref
-	for v := range g {
-		roots = append(roots, v)
-	}
-	sort.Slice(roots, func(i, j int) bool { return roots[i].String() < roots[j].String() })
-	for _, root := range roots {
-		if _, done := index[root]; done {
+	var work []frame
+	for root := range int32(n) {
+		if index[root] != unseen {
 			continue
 		}
-		work := []frame{{v: root}}
+		work = append(work[:0], frame{v: root})
 		index[root], low[root] = next, next
 		next++
 		stack = append(stack, root)
 		onStack[root] = true
 		for len(work) > 0 {
 			f := &work[len(work)-1]
-			if f.i < len(g[f.v]) {
-				w := g[f.v][f.i]
+			if f.i < len(g.succ[f.v]) {
+				w := g.succ[f.v][f.i]
 				f.i++
-				if _, seen := index[w]; !seen {
+				if index[w] == unseen {
 					index[w], low[w] = next, next
 					next++
 					stack = append(stack, w)

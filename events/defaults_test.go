@@ -47,3 +47,36 @@ func TestAddDefaultsLeavesOutCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A cycle through several stored rules is found too: with a -> b -> c
+// connected, each default rule of c -> a closes a cycle of three actions
+// (run, update, and remove in the other direction), while c -> d closes
+// none.
+func TestAddDefaultsLeavesOutLongCycles(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all := []string{"run", "update", "remove"}
+	cat := fakeCatalog{"a": all, "b": all, "c": all, "d": all}
+	err = db.Update(func(tx *store.Tx) error {
+		if _, _, err := AddDefaults(tx, cat, Pair{"a", "b"}, Pair{"b", "c"}); err != nil {
+			return err
+		}
+		owned, skipped, err := AddDefaults(tx, cat, Pair{"c", "a"}, Pair{"c", "d"})
+		if err != nil {
+			return err
+		}
+		if len(owned[0]) != 0 || len(skipped) != 3 {
+			t.Errorf("c -> a: owned %q, skipped %q; want all three skipped", owned[0], skipped)
+		}
+		if len(owned[1]) != 3 {
+			t.Errorf("c -> d: owned %q, want all three", owned[1])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

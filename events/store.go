@@ -49,8 +49,9 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 			return 0, err
 		}
 	}
-	var writes []write
-	var batch map[string]bool // texts of this call, found before they are written
+	recs := make([]write, 0, len(rules))
+	index := make([]write, 0, 3*len(rules)) // the text and two resources
+	var batch map[string]bool               // texts of this call, found before they are written
 	if len(rules) > 1 {
 		batch = make(map[string]bool, len(rules))
 	}
@@ -66,15 +67,19 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 		if err != nil {
 			return 0, fmt.Errorf("add rule %q: %w", text, err)
 		}
-		writes = appendWrites(writes, store.SeqKey(n), text, r)
+		seq := store.SeqKey(n)
+		recs = append(recs, write{rulePrefix + seq, []byte(text)})
+		index = appendIndex(index, seq, text, r)
 		added++
 	}
 	// bbolt splits nodes only at commit, so inserting many keys out of
 	// order into one transaction moves a growing node's entries on every
 	// put. Writing in key order keeps each insert at the end of what this
-	// batch wrote, which makes a big batch (a composition) linear.
-	slices.SortFunc(writes, func(a, b write) int { return strings.Compare(a.key, b.key) })
-	for _, w := range writes {
+	// batch wrote, which makes a big batch (a composition) linear. Records
+	// are in key order already (fixed-width rising sequence numbers) and
+	// sort before the index keys ("r/" < "t/" < "u/"): only those are sorted.
+	slices.SortFunc(index, func(a, b write) int { return strings.Compare(a.key, b.key) })
+	for _, w := range slices.Concat(recs, index) {
 		if err := tx.Put(store.Events, w.key, w.value); err != nil {
 			return 0, fmt.Errorf("add rules: %w", err)
 		}
@@ -87,11 +92,9 @@ type write struct {
 	value []byte
 }
 
-// appendWrites adds the record and index keys of one rule.
-func appendWrites(w []write, seq, text string, r Rule) []write {
-	w = append(w,
-		write{rulePrefix + seq, []byte(text)},
-		write{textPrefix + text, []byte(seq)})
+// appendIndex adds the index keys of one rule.
+func appendIndex(w []write, seq, text string, r Rule) []write {
+	w = append(w, write{textPrefix + text, []byte(seq)})
 	res, n := resourcesOf(r)
 	for _, name := range res[:n] {
 		w = append(w, write{useKey(name, seq), []byte{}})

@@ -250,7 +250,7 @@ type Base struct {
 	// change nothing and report whether they would (solar orch check).
 	Check  []string   `json:"check,omitempty"`
 	Inputs []InputDef `json:"inputs"`
-	Meta   Meta       `json:"meta"`
+	Meta   Meta       `json:"meta,omitzero"`
 	Tags   []string   `json:"tags,omitempty"`
 
 	// index maps input names to their position in Inputs, so that a base

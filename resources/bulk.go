@@ -28,9 +28,11 @@ import (
 // bulk is the write buffer of a catalog during a composition.
 type bulk struct {
 	writes map[bulkKey]bulkWrite
-	// groups holds, per bucket and group prefix, the pending keys in the
-	// group (unordered: scans sort them).
-	groups map[bulkKey]map[string]bool
+	// groups holds, per bucket and group prefix, the keys written in the
+	// group: unordered, possibly repeated, possibly no longer pending (a
+	// scan sorts them and looks each up in writes). A slice, not a set: a
+	// composition has two groups per connection, most of one key.
+	groups map[bulkKey][]string
 }
 
 type bulkKey struct{ bucket, key string }
@@ -50,9 +52,10 @@ func group(key string) string {
 	return ""
 }
 
-// startBulk makes the catalog keep its writes until endBulk.
-func (c *Catalog) startBulk() {
-	c.bulk = &bulk{writes: map[bulkKey]bulkWrite{}, groups: map[bulkKey]map[string]bool{}}
+// startBulk makes the catalog keep its writes until endBulk; hint is the
+// number of writes expected.
+func (c *Catalog) startBulk(hint int) {
+	c.bulk = &bulk{writes: make(map[bulkKey]bulkWrite, hint), groups: make(map[bulkKey][]string, hint/2)}
 }
 
 // endBulk stores the pending writes and ends the bulk write.
@@ -134,11 +137,7 @@ func (c *Catalog) del(bucket, key string) error {
 		return store.ErrReadOnly
 	}
 	if !c.tx.Has(bucket, key) {
-		k := bulkKey{bucket, key}
-		delete(c.bulk.writes, k)
-		if g := group(key); g != "" {
-			delete(c.bulk.groups[bulkKey{bucket, g}], key)
-		}
+		delete(c.bulk.writes, bulkKey{bucket, key})
 		return nil
 	}
 	c.pend(bucket, key, bulkWrite{del: true})
@@ -146,14 +145,14 @@ func (c *Catalog) del(bucket, key string) error {
 }
 
 func (c *Catalog) pend(bucket, key string, w bulkWrite) {
-	c.bulk.writes[bulkKey{bucket, key}] = w
-	if g := group(key); g != "" {
-		gk := bulkKey{bucket, g}
-		if c.bulk.groups[gk] == nil {
-			c.bulk.groups[gk] = map[string]bool{}
+	k := bulkKey{bucket, key}
+	if _, ok := c.bulk.writes[k]; !ok {
+		if g := group(key); g != "" {
+			gk := bulkKey{bucket, g}
+			c.bulk.groups[gk] = append(c.bulk.groups[gk], key)
 		}
-		c.bulk.groups[gk][key] = true
 	}
+	c.bulk.writes[k] = w
 }
 
 // forEach calls fn for every key of bucket with the given prefix, in key
@@ -168,10 +167,14 @@ func (c *Catalog) forEach(bucket, prefix string, fn func(key string, value []byt
 		}
 		return c.tx.ForEach(bucket, prefix, fn)
 	}
-	pending := c.bulk.groups[bulkKey{bucket, prefix}]
-	if len(pending) == 0 {
+	gk := bulkKey{bucket, prefix}
+	keys := c.bulk.groups[gk]
+	if len(keys) == 0 {
 		return c.tx.ForEach(bucket, prefix, fn)
 	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	c.bulk.groups[gk] = keys
 	// Collect what the store holds (fn may write, which a store scan does
 	// not allow), then merge the pending keys in.
 	type kv struct {
@@ -180,15 +183,15 @@ func (c *Catalog) forEach(bucket, prefix string, fn func(key string, value []byt
 	}
 	var all []kv
 	if err := c.tx.ForEach(bucket, prefix, func(k string, v []byte) error {
-		if !pending[k] {
+		if _, pending := c.bulk.writes[bulkKey{bucket, k}]; !pending {
 			all = append(all, kv{k, slices.Clone(v)})
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	for k := range pending {
-		if w := c.bulk.writes[bulkKey{bucket, k}]; !w.del {
+	for _, k := range keys {
+		if w, ok := c.bulk.writes[bulkKey{bucket, k}]; ok && !w.del {
 			all = append(all, kv{k, w.value})
 		}
 	}

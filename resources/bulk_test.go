@@ -39,7 +39,7 @@ func TestBulkReadsSeePendingWrites(t *testing.T) {
 	}
 	if err := db.Update(func(tx *store.Tx) error {
 		c := NewCatalog(tx)
-		c.startBulk()
+		c.startBulk(0)
 		must := func(err error) {
 			t.Helper()
 			if err != nil {

@@ -201,7 +201,9 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (res *Compos
 		return nil, err
 	}
 	if c.bulk == nil {
-		c.startBulk()
+		// A resource, and for a connection two keys and the receiver's
+		// effective values and sensitivity.
+		c.startBulk(5 * len(comp.Resources))
 		defer func() {
 			if ferr := c.endBulk(); ferr != nil && err == nil {
 				res, err = nil, ferr

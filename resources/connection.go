@@ -30,10 +30,12 @@ func (m Mapping) String() string {
 // Connection makes the receiver's mapped inputs follow the emitter's
 // effective values. Seq orders connections (list inputs and "last wins").
 type Connection struct {
-	Emitter  string    `json:"emitter"`
-	Receiver string    `json:"receiver"`
+	Emitter string `json:"emitter"`
+	// Receiver and Seq are set in every stored connection; a committed
+	// snapshot keeps connections without them (see staging).
+	Receiver string    `json:"receiver,omitempty"`
 	Mappings []Mapping `json:"mappings"`
-	Seq      uint64    `json:"seq"`
+	Seq      uint64    `json:"seq,omitempty"`
 	// Rules are the default rules this connection added (canonical text),
 	// so that disconnecting removes those and never a rule the operator
 	// wrote by hand.
@@ -238,6 +240,10 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 			return nil, err
 		}
 	}
+	ins, err := c.Incoming(receiver)
+	if err != nil {
+		return nil, err
+	}
 	conn := Connection{Emitter: emitter, Receiver: receiver, Mappings: mappings}
 	if old, ok := c.Connection(emitter, receiver); ok {
 		// Connecting a pair again adds mappings; one into an input (or key)
@@ -267,6 +273,8 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if err := c.forget(receiver); err != nil {
 		return nil, err
 	}
+	// Known without reading them back (and decoding them again).
+	c.in[receiver] = withConn(ins, conn)
 	// The receiver's effective values must still satisfy its schemas.
 	if _, err := c.Effective(receiver); err != nil {
 		return nil, err
@@ -456,8 +464,26 @@ func (c *Catalog) AddConnectionRules(emitter, receiver string, rules []string) e
 	if err := c.put(store.Connections, inKey(receiver, emitter), raw); err != nil {
 		return err
 	}
-	delete(c.in, receiver)
+	c.in[receiver] = withConn(c.in[receiver], cp)
 	return nil
+}
+
+// withConn returns a copy of ins (a receiver's incoming connections, in
+// order) with conn in place of the one from the same emitter, or appended:
+// a new connection has the greatest Seq.
+func withConn(ins []Connection, conn Connection) []Connection {
+	out := make([]Connection, 0, len(ins)+1)
+	replaced := false
+	for _, x := range ins {
+		if x.Emitter == conn.Emitter {
+			x, replaced = conn, true
+		}
+		out = append(out, x)
+	}
+	if !replaced {
+		out = append(out, conn)
+	}
+	return out
 }
 
 // Disconnect removes the connection from emitter to receiver; the receiver's

@@ -23,7 +23,7 @@ type Resource struct {
 	Base   Base           `json:"base"`
 	Inputs map[string]any `json:"inputs"`
 	Tags   tags.Set       `json:"tags"`
-	Meta   Meta           `json:"meta"`
+	Meta   Meta           `json:"meta,omitzero"`
 	// Removing is set by "resource remove": the resource stays until its
 	// remove action is committed, or until the removal is discarded.
 	Removing bool `json:"removing,omitempty"`
@@ -114,12 +114,17 @@ type Catalog struct {
 	// bulk keeps the writes of a composition until it ends (see bulk.go);
 	// nil otherwise.
 	bulk *bulk
+	// acts caches Actions by resource, baseJSON the encoding of the bases
+	// resources were created from (see putNew).
+	acts     map[string][]string
+	baseJSON map[*Base][]byte
 }
 
 // NewCatalog returns a catalog over tx.
 func NewCatalog(tx *store.Tx) *Catalog {
 	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{},
-		sens: map[string]map[string]bool{}, sensIn: map[string]map[string]bool{}, sensBusy: map[string]bool{}}
+		sens: map[string]map[string]bool{}, sensIn: map[string]map[string]bool{}, sensBusy: map[string]bool{},
+		acts: map[string][]string{}, baseJSON: map[*Base][]byte{}}
 }
 
 // Tx returns the transaction the catalog reads and writes.
@@ -163,13 +168,20 @@ func (c *Catalog) Exists(name string) bool {
 	return err == nil
 }
 
-// Actions implements events.Catalog: the actions the resource's base defines.
+// Actions implements events.Catalog: the actions the resource's base
+// defines, sorted. The slice is shared with the catalog's cache; do not
+// modify it.
 func (c *Catalog) Actions(name string) ([]string, bool) {
+	if a, ok := c.acts[name]; ok {
+		return a, true
+	}
 	r, err := c.Get(name)
 	if err != nil {
 		return nil, false
 	}
-	return r.Base.ActionNames(), true
+	a := slices.Clip(r.Base.ActionNames())
+	c.acts[name] = a
+	return a, true
 }
 
 // Put stores r (new or changed).
@@ -178,11 +190,48 @@ func (c *Catalog) Put(r *Resource) error {
 	if err != nil {
 		return fmt.Errorf("encode resource %s: %w", r.Name, err)
 	}
+	return c.putRaw(r, raw)
+}
+
+func (c *Catalog) putRaw(r *Resource, raw []byte) error {
 	if err := c.put(store.Resources, r.Name, raw); err != nil {
 		return err
 	}
 	c.res[r.Name] = r
+	delete(c.acts, r.Name)
 	return c.forget(r.Name)
+}
+
+// resourceRecord is a Resource as stored, with its base already encoded:
+// a composition creates thousands of resources from a handful of bases,
+// and encoding the base (its actions, inputs and schemas) was most of the
+// cost of encoding each resource.
+type resourceRecord struct {
+	Name     string          `json:"name"`
+	Base     json.RawMessage `json:"base"`
+	Inputs   map[string]any  `json:"inputs"`
+	Tags     tags.Set        `json:"tags"`
+	Meta     Meta            `json:"meta,omitzero"`
+	Removing bool            `json:"removing,omitempty"`
+	Masked   []string        `json:"masked,omitempty"`
+}
+
+// putNew stores a resource created from base, encoding base once per
+// catalog: a base does not change once loaded.
+func (c *Catalog) putNew(r *Resource, base *Base) error {
+	enc, ok := c.baseJSON[base]
+	if !ok {
+		var err error
+		if enc, err = json.Marshal(base); err != nil {
+			return fmt.Errorf("encode base %s: %w", base.Name, err)
+		}
+		c.baseJSON[base] = enc
+	}
+	raw, err := json.Marshal(resourceRecord{Name: r.Name, Base: enc, Inputs: r.Inputs, Tags: r.Tags, Meta: r.Meta, Removing: r.Removing, Masked: r.Masked})
+	if err != nil {
+		return fmt.Errorf("encode resource %s: %w", r.Name, err)
+	}
+	return c.putRaw(r, raw)
 }
 
 // Delete removes the resource and every connection into or out of it.
@@ -209,6 +258,7 @@ func (c *Catalog) Delete(name string) error {
 		return err
 	}
 	c.res[name] = nil
+	delete(c.acts, name)
 	delete(c.in, name)
 	return c.forget(name)
 }
@@ -458,7 +508,7 @@ func (c *Catalog) Create(spec CreateSpec, skipRequired bool) (*Resource, error) 
 			return nil, err
 		}
 	}
-	return r, c.Put(r)
+	return r, c.putNew(r, spec.Base)
 }
 
 // CheckRequired verifies that every required input of the resource has an

@@ -112,7 +112,7 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 		sens = union(sens, ranSensitive)
 		h.Diff = diff(r, before.masked(), sens, old, ran, oldConns, conns)
 		own, masked := ownValues(r, conns, ran, sens)
-		snap := Snapshot{Own: own, Masked: masked, Inputs: ran, Sensitive: sortedTrue(sens), Connections: conns, CommittedAt: h.CommittedAt, Plan: plan}
+		snap := Snapshot{Own: own, Masked: masked, Inputs: ran, Sensitive: sortedTrue(sens), Connections: snapshotConns(conns), CommittedAt: h.CommittedAt, Plan: plan}
 		raw, err := json.Marshal(snap)
 		if err != nil {
 			return nil, fmt.Errorf("encode committed state of %s: %w", e.Resource, err)

@@ -1,8 +1,10 @@
 package staging_test
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -824,5 +826,57 @@ func TestStageRefresh(t *testing.T) {
 	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error { return commit(st, "ks.update", "db.update") })
 	if got := logKeys(t, db); len(got) != 0 {
 		t.Errorf("log after the refreshes ran = %v, want empty", got)
+	}
+}
+
+// TestCommittedSnapshotKeepsEmittersAndMappings checks that a committed
+// snapshot stores of each connection only its emitter and mappings (the
+// receiver, order and rules belong to the live connection), and that
+// discarding a disconnect still puts the connection back from it.
+func TestCommittedSnapshotKeepsEmittersAndMappings(t *testing.T) {
+	db := openStore(t)
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		for _, n := range []string{"a", "b"} {
+			if err := create(cat, st, n, "noop", "", "value="+n); err != nil {
+				return err
+			}
+		}
+		if err := connect(cat, st, "a", "b", "value->value"); err != nil {
+			return err
+		}
+		if err := cat.AddConnectionRules("a", "b", []string{"after a.run b.run"}); err != nil {
+			return err
+		}
+		return commit(st, "a.run", "b.run")
+	})
+	var rec map[string]any
+	if err := db.View(func(tx *store.Tx) error {
+		raw, err := tx.Get(store.Committed, "b")
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &rec)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []any{map[string]any{"emitter": "a", "mappings": []any{map[string]any{"from": "value", "to": "value"}}}}
+	if diff := cmp.Diff(want, rec["connections"]); diff != "" {
+		t.Errorf("committed connections of b (-want +got):\n%s", diff)
+	}
+	run(t, db, func(cat *resources.Catalog, st *staging.Stager) error {
+		if _, err := cat.Disconnect("a", "b"); err != nil {
+			return err
+		}
+		if _, err := st.Touch("disconnect a", "b"); err != nil {
+			return err
+		}
+		_, err := st.Discard("b.update")
+		return err
+	})
+	if s := stateOf(t, db, "b"); !slices.Equal(s.incoming, []string{"a"}) {
+		t.Errorf("b's incoming after discarding the disconnect = %v, want [a]", s.incoming)
+	}
+	if got := logKeys(t, db); len(got) != 0 {
+		t.Errorf("log = %v, want empty", got)
 	}
 }
