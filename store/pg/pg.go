@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,7 +71,7 @@ type Store struct {
 	opts    Options
 	buckets map[string]bool
 	sql     statements
-	locks   lockSession
+	locks   *Locks
 }
 
 // Open opens the store at rawURL (postgres:// or postgresql://, anything
@@ -82,6 +80,23 @@ type Store struct {
 // PostgreSQL schema (default "solar"), so that several stores share one
 // database. Every error names the URL with its password redacted.
 func Open(rawURL string, opts Options) (*Store, error) {
+	s, err := parse(rawURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.pool, err = pgxpool.NewWithConfig(context.Background(), s.cfg)
+	if err != nil {
+		return nil, s.fail("connect", err)
+	}
+	if err := s.init(context.Background()); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// parse makes a Store, not connected yet, of a URL and options.
+func parse(rawURL string, opts Options) (*Store, error) {
 	if opts.LockWait == 0 {
 		opts.LockWait = DefaultLockWait
 	}
@@ -111,14 +126,7 @@ func Open(rawURL string, opts Options) (*Store, error) {
 		s.buckets[b] = true
 	}
 	s.sql = newStatements(pgx.Identifier{loc.schema}.Sanitize())
-	s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		return nil, s.fail("connect", err)
-	}
-	if err := s.init(context.Background()); err != nil {
-		s.pool.Close()
-		return nil, err
-	}
+	s.locks = &Locks{fail: s.fail, cfg: cfg.ConnConfig, schema: loc.schema}
 	return s, nil
 }
 
@@ -157,17 +165,9 @@ func (s *Store) Schema() string { return s.loc.schema }
 // Close releases the pool and the session holding the locks, which
 // releases them.
 func (s *Store) Close() error {
-	s.locks.close()
+	err := s.locks.Close()
 	s.pool.Close()
-	return nil
-}
-
-// lockKey hashes a name into the 64-bit key of a PostgreSQL advisory lock,
-// apart for each schema and kind of lock.
-func (s *Store) lockKey(kind, name string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(kind + "\x00" + s.loc.schema + "\x00" + name))
-	return int64(h.Sum64())
+	return err
 }
 
 func isCode(err error, codes ...string) bool {
@@ -220,7 +220,7 @@ func (s *Store) setup(ctx context.Context) error {
 		return s.fail("open", err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey("layout", "")); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(s.loc.schema, "layout", "")); err != nil {
 		return s.fail("open", err)
 	}
 	var exists bool
@@ -384,25 +384,4 @@ func (s *Store) Info() (Info, error) {
 		return Info{}, s.fail("info", err)
 	}
 	return in, nil
-}
-
-// lockSession is the connection that holds the advisory locks of TryLock
-// and Lock: a session of its own, so that the locks last exactly as long as
-// it does, whatever the pool does with its connections.
-type lockSession struct {
-	mu     sync.Mutex
-	conn   *pgx.Conn
-	held   map[string]*pgx.Conn // name -> the session holding it
-	closed bool
-}
-
-func (l *lockSession) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	if l.conn != nil {
-		_ = l.conn.Close(context.Background())
-		l.conn = nil
-	}
-	l.held = nil
 }

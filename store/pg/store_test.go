@@ -516,3 +516,48 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 		t.Fatalf("the lock of a killed process: %v", err)
 	}
 }
+
+// TestLockSessionAndLockHeld: a lock session opened from the URL alone
+// shares its locks with the stores of that schema, and a transaction sees
+// whether a lock is held by anyone.
+func TestLockSessionAndLockHeld(t *testing.T) {
+	u := newURL(t, pgtest.Shared(t))
+	s := open(t, u, opts())
+	l, err := pg.OpenLocks(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := func() bool {
+		t.Helper()
+		var h bool
+		if err := s.View(func(tx kv.Tx) error {
+			var err error
+			h, err = tx.(interface{ LockHeld(string) (bool, error) }).LockHeld("plan/1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if held() {
+		t.Fatal("LockHeld of a free lock")
+	}
+	unlock, ok, err := l.TryLock("plan/1")
+	if err != nil || !ok {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	if !held() {
+		t.Fatal("LockHeld does not see a held lock")
+	}
+	if _, ok, _ := s.TryLock("plan/1"); ok {
+		t.Fatal("a store took a lock its lock session holds")
+	}
+	_ = unlock()
+	if held() {
+		t.Fatal("LockHeld after unlock")
+	}
+	if _, err := pg.OpenLocks("postgres://alice:s3cret@/x?host=" + t.TempDir()); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("OpenLocks of no server: %v", err)
+	}
+}
