@@ -2,7 +2,8 @@
 // named buckets (resources, connections, events, the staged log, history,
 // committed state, plans, ...) of byte-ordered keys, reached only through
 // Tx. Where the bytes live is a backend's business (store/kv is the seam):
-// a bbolt file by default (store/bolt).
+// a bbolt file by default (store/bolt), or a PostgreSQL schema that a team
+// shares, for a postgres:// URL (store/pg).
 //
 // Contracts:
 //   - Every solar command runs in exactly one transaction: View for reads,

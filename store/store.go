@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/solarops/solar/store/bolt"
 	"github.com/solarops/solar/store/kv"
+	"github.com/solarops/solar/store/pg"
 )
 
 // SchemaVersion is the layout version written into every store. Bump it when
@@ -118,24 +118,23 @@ func Redact(location string) string {
 	if !IsURL(location) {
 		return location
 	}
-	u, err := url.Parse(location)
-	if err != nil {
-		return "(a postgres URL that does not parse)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
+	return pg.Redact(location)
 }
 
 // Open opens the store at location: a bbolt file (created if needed, mode
-// 0600), the default.
+// 0600), the default, or a PostgreSQL schema for a postgres:// URL
+// (store/pg; Options.Journal and NoSync do not apply there).
 func Open(location string, opts Options) (*DB, error) {
+	if IsURL(location) {
+		p, err := pg.Open(location, pg.Options{
+			Buckets: Buckets, Meta: meta, Version: SchemaVersion,
+			LockWait: opts.LockWait, ReadOnly: opts.ReadOnly,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &DB{be: p, location: p.Location(), kind: "postgresql"}, nil
+	}
 	b, err := bolt.Open(location, bolt.Options{
 		Buckets: Buckets, Meta: meta, Version: SchemaVersion,
 		LockWait: opts.LockWait, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly, Journal: opts.Journal,
@@ -152,7 +151,7 @@ func (db *DB) Kind() string { return db.kind }
 // Location returns where the store lives, fit to print.
 func (db *DB) Location() string { return db.location }
 
-// Path returns where the store lives.
+// Path returns where the store lives (a URL without its password).
 func (db *DB) Path() string { return db.location }
 
 // Backend returns the backend below the store (tests, store commands).
@@ -283,5 +282,9 @@ func OpenLocks(location string) (Locks, error) {
 	if !IsURL(location) {
 		return nil, nil
 	}
-	return nil, fmt.Errorf("store %s: PostgreSQL stores are not supported by this build", Redact(location))
+	l, err := pg.OpenLocks(location)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
