@@ -55,9 +55,10 @@ func newToken() string {
 }
 
 // claim records this process as the plan's runner, refusing when another
-// live process already is.
-func claim(tx *store.Tx, uid string, now time.Time, token string) error {
-	if rr, ok := liveRunner(tx, uid); ok && !rr.mine() {
+// live process already is. locked means this process holds the plan's
+// store lock: whoever the record names is then gone.
+func claim(tx *store.Tx, uid string, now time.Time, token string, locked bool) error {
+	if rr, ok := liveRunner(tx, uid); ok && !rr.mine() && !locked {
 		return rr.busy(uid)
 	}
 	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Host: hostname, Started: now.UTC(), Token: token})

@@ -137,7 +137,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if rec, err = Load(tx, r.UID); err != nil {
 			return err
 		}
-		if err := claim(tx, r.UID, r.Now(), token); err != nil {
+		if err := claim(tx, r.UID, r.Now(), token, locks != nil); err != nil {
 			return err
 		}
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
