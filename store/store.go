@@ -47,6 +47,8 @@ var (
 	ErrNoStore  = kv.ErrNoStore
 	ErrStop     = kv.ErrStop
 	ErrDamaged  = kv.ErrDamaged
+	// ErrBadLocation is a location (a URL) that cannot be used as given.
+	ErrBadLocation = kv.ErrBadLocation
 )
 
 // DamagedError is a damaged store, named by its location.

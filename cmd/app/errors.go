@@ -11,6 +11,7 @@ import (
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/tags"
 )
 
@@ -77,6 +78,7 @@ var invalid = []error{
 	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
 	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask, orch.ErrStale, orch.ErrNoLog,
 	nodes.ErrNotNode, nodes.ErrLocal, nodes.ErrFingerprint,
+	store.ErrBadLocation,
 	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
 }
 

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar end to end against the real
 // binary and a fresh store in the script's work directory.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, scriptParams(t, func(e *testscript.Env) error {
+	testscript.Run(t, scriptParams(t, "bbolt", func(e *testscript.Env) error {
 		e.Setenv("SOLAR_DB", filepath.Join(e.WorkDir, "solar.db"))
 		return nil
 	}))
@@ -55,7 +55,7 @@ func TestScriptsPostgres(t *testing.T) {
 		pgtest.SkipOrFail(t, err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
-	p := scriptParams(t, func(e *testscript.Env) error {
+	p := scriptParams(t, "postgres", func(e *testscript.Env) error {
 		name := strings.ToLower(strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 				return r
@@ -78,8 +78,8 @@ func TestScriptsPostgres(t *testing.T) {
 }
 
 // scriptParams are the parameters every script run shares; setup names
-// the store.
-func scriptParams(t *testing.T, setup func(*testscript.Env) error) testscript.Params {
+// the store, of the backend named (the conditions [bbolt] and [postgres]).
+func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) error) testscript.Params {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func scriptParams(t *testing.T, setup func(*testscript.Env) error) testscript.Pa
 			}
 			if cond == "postgres" || cond == "bbolt" {
 				// [postgres]: the store is a PostgreSQL database.
-				return store.IsURL(os.Getenv("SOLAR_DB")) == (cond == "postgres"), nil
+				return cond == backend, nil
 			}
 			if cond != "sshd" {
 				return false, fmt.Errorf("unknown condition %q", cond)

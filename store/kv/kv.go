@@ -63,6 +63,9 @@ var (
 	ErrSchema = errors.New("store schema version is not supported")
 	// ErrNoStore means a read-only open found no store; it creates none.
 	ErrNoStore = errors.New("no store")
+	// ErrBadLocation means a store location that cannot be used as
+	// given: a URL that does not parse, a bad parameter.
+	ErrBadLocation = errors.New("bad store location")
 	// ErrDamaged means the store, or a record in it, is not what solar
 	// wrote: truncated, overwritten, or edited by hand.
 	ErrDamaged = errors.New("damaged")

@@ -111,7 +111,7 @@ func parse(rawURL string, opts Options) (*Store, error) {
 		if errors.As(err, &pe) && pe.Unwrap() != nil {
 			err = pe.Unwrap()
 		}
-		return nil, s.fail("parse URL", err)
+		return nil, s.fail("parse URL", fmt.Errorf("%w: %w", kv.ErrBadLocation, err))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/solarops/solar/store/kv"
 )
 
 // DefaultSchema is the PostgreSQL schema a URL without ?schema= uses.
@@ -125,12 +127,12 @@ func parseLocation(raw string) (location, error) {
 	l := location{display: Redact(raw), schema: DefaultSchema}
 	u, err := cut(raw)
 	if err != nil {
-		return l, err
+		return l, fmt.Errorf("%w: %w", kv.ErrBadLocation, err)
 	}
 	l.secrets = u.passwords()
 	if s := u.query.Get("schema"); u.query.Has("schema") {
 		if !schemaName.MatchString(s) || strings.HasPrefix(s, "pg_") {
-			return l, fmt.Errorf("schema %q is not a valid name: use lower-case letters, digits and _, at most 63, not starting with pg_", s)
+			return l, fmt.Errorf("%w: schema %q is not a valid name: use lower-case letters, digits and _, at most 63, not starting with pg_", kv.ErrBadLocation, s)
 		}
 		l.schema = s
 		u.query.Del("schema")
