@@ -26,9 +26,7 @@ func BenchmarkStageComposition(b *testing.B) {
 }
 
 // BenchmarkStageCompositionChain is the same with a chain r0 -> r1 -> ...
-// It is kept small: connecting a chain costs O(n²) in resources.Connect,
-// which recomputes the whole upstream chain's effective values after every
-// connection (see the staging report), not in staging.
+// BenchmarkCreateChain measures long chains the way the CLI makes them.
 func BenchmarkStageCompositionChain(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
