@@ -22,7 +22,13 @@ import (
 // store path and the plan uid.
 func benchStore(b testing.TB, shape string, n int, baseDir string, values map[string]any) (string, string) {
 	b.Helper()
-	path := filepath.Join(b.TempDir(), "solar.db")
+	return benchStoreAt(b, filepath.Join(b.TempDir(), "solar.db"), shape, n, baseDir, values)
+}
+
+// benchStoreAt is benchStore in the store at location (a bbolt path or a
+// postgres:// URL).
+func benchStoreAt(b testing.TB, path, shape string, n int, baseDir string, values map[string]any) (string, string) {
+	b.Helper()
 	db, err := store.Open(path, store.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -236,32 +242,36 @@ func loopPart(dir, script string, inputs map[string]any, part, n int, tmp string
 func BenchmarkProcess(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("layered/n=%d", n), func(b *testing.B) {
-			path := processStore(b, n)
-			db, err := store.Open(path, store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				err := db.Update(func(tx *store.Tx) error {
-					res, err := Process(tx, nil, nil, false, time.Now())
-					if err == nil && len(res.Record.Plan.Nodes) < n {
-						err = fmt.Errorf("plan has %d nodes, want %d", len(res.Record.Plan.Nodes), n)
-					}
-					if err != nil {
-						return err
-					}
-					// Closed, so the next iteration's pending check does
-					// not read it: every iteration plans the same entries.
-					return SetOpen(tx, res.Record.UID, false)
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchProcess(b, processStore(b, n), n)
 		})
+	}
+}
+
+// benchProcess plans the n staged entries of the store at path, b.N times.
+func benchProcess(b *testing.B, path string, n int) {
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := db.Update(func(tx *store.Tx) error {
+			res, err := Process(tx, nil, nil, false, time.Now())
+			if err == nil && len(res.Record.Plan.Nodes) < n {
+				err = fmt.Errorf("plan has %d nodes, want %d", len(res.Record.Plan.Nodes), n)
+			}
+			if err != nil {
+				return err
+			}
+			// Closed, so the next iteration's pending check does not
+			// read it: every iteration plans the same entries.
+			return SetOpen(tx, res.Record.UID, false)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -269,7 +279,13 @@ func BenchmarkProcess(b *testing.B) {
 // straight into a store (the resources themselves are not needed to plan).
 func processStore(b *testing.B, n int) string {
 	b.Helper()
-	path := filepath.Join(b.TempDir(), "solar.db")
+	return processStoreAt(b, filepath.Join(b.TempDir(), "solar.db"), n)
+}
+
+// processStoreAt is processStore in the store at path (a bbolt path or a
+// postgres:// URL).
+func processStoreAt(b *testing.B, path string, n int) string {
+	b.Helper()
 	db, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)

@@ -122,6 +122,10 @@ func (s *sharedDB) closeLocked() {
 	s.db = nil
 }
 
+// shared reports whether other processes may write beside the runner
+// while it has the store open (a PostgreSQL store).
+func (s *sharedDB) shared() bool { return store.IsURL(s.path) }
+
 // Update runs fn in one write transaction, after the fence, if set.
 func (s *sharedDB) Update(fn func(*store.Tx) error) error {
 	db, err := s.acquire()

@@ -536,6 +536,7 @@ type execution struct {
 	// store had been opened, and the plan's edit count, when the runner
 	// last looked; and the tasks other commands skipped, with the reason.
 	opens    uint64
+	looked   time.Time // when flush last looked for edits (shared stores)
 	edits    uint64
 	external map[string]string
 }
@@ -757,9 +758,22 @@ func (ex *execution) flush() error {
 				return err
 			}
 		}
+		if ex.sdb.shared() {
+			// On a shared store others write beside the run: look for
+			// their edits here, which spares begin a transaction of its
+			// own for the tasks that start next.
+			if err := ex.lookForEdits(tx); err != nil {
+				return err
+			}
+			ex.looked = time.Now()
+		}
 		return ex.checkStop(tx)
 	})
 }
+
+// lookFresh is how long a look for edits made while writing stands in for
+// the look begin would make on a shared store.
+const lookFresh = 20 * time.Millisecond
 
 // flushOnClose writes buffered changes before the store closes for idling,
 // so that other commands see the run as it is.
@@ -811,8 +825,10 @@ func (ex *execution) begin(id string, st State) (string, error) {
 	defer ex.sdb.release()
 	if opens != ex.opens {
 		ex.opens = opens
-		if err := db.View(ex.lookForEdits); err != nil {
-			return "", err
+		if !ex.sdb.shared() || time.Since(ex.looked) > lookFresh {
+			if err := db.View(ex.lookForEdits); err != nil {
+				return "", err
+			}
 		}
 	}
 	if reason, ok := ex.external[id]; ok {
