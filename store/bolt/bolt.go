@@ -287,8 +287,15 @@ func (t *tx) bucket(name string) *bbolt.Bucket {
 	if b == nil {
 		panic("store: unknown bucket " + name)
 	}
+	b.FillPercent = fillPercent
 	return b
 }
+
+// fillPercent is how full bbolt fills a page when it splits a node. Its
+// default (half) left the file about twice its data; solar's big writes
+// (compositions, checkpoints) put keys in order, where full pages cost
+// nothing, and a page that later grows past full is split again anyway.
+const fillPercent = 0.9
 
 func (t *tx) Writable() bool { return t.tx.Writable() }
 

@@ -247,6 +247,7 @@ func fold(btx *bbolt.Tx, o *overlay) error {
 		if b == nil {
 			return kv.Damagedf("the journal names bucket %q, which the store does not have", name)
 		}
+		b.FillPercent = fillPercent
 		l := o.buckets[name]
 		for _, k := range l.keys {
 			v := l.vals[k]
