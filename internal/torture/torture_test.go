@@ -11,6 +11,8 @@
 //     script takes an exclusive flock on its resource's lock file that its
 //     children inherit, and logs OVERLAP if it finds the lock taken (a
 //     survivor of a killed runner still holds it);
+//   - a task the store shows finished (SUCCESS) after a kill never starts
+//     again: what the killed runner made durable stays done;
 //   - after the last run, every task is SUCCESS, nothing is staged, and the
 //     history has one entry per task;
 //   - no attempt directory (inputs, secrets) is left in TMPDIR, and no
@@ -115,6 +117,9 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 
 	var st stats
 	verb := "run-once"
+	// finished: the tasks the store showed SUCCESS after a kill, each with
+	// the length of the log then.
+	finished := map[string]int{}
 	for attempt := 0; ; attempt++ {
 		if attempt > 60 {
 			t.Fatal("the plan did not finish after 60 runs")
@@ -147,6 +152,12 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 				checkOutput(t, []string{"orch", verb}, out.String())
 				verb = "resume"
 				checkOverlap(t, work)
+				checkFinishedStayDone(t, work, finished)
+				for _, id := range succeeded(t, must("orch", "report", "last", "--json")) {
+					if _, ok := finished[id]; !ok {
+						finished[id] = logLen(t, work)
+					}
+				}
 				continue
 			}
 		}
@@ -158,6 +169,7 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 		break
 	}
 	checkOverlap(t, work)
+	checkFinishedStayDone(t, work, finished)
 
 	var report struct {
 		Finished bool           `json:"finished"`
@@ -213,6 +225,52 @@ func checkOverlap(t *testing.T, work string) {
 	}
 	if bytes.Contains(raw, []byte("OVERLAP")) {
 		t.Fatalf("two attempts of one resource ran at once:\n%s", raw)
+	}
+}
+
+// succeeded returns the ids of the SUCCESS tasks in an orch report --json.
+func succeeded(t *testing.T, report string) []string {
+	var r struct {
+		Tasks []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(report), &r); err != nil {
+		t.Fatalf("report: %v\n%s", err, report)
+	}
+	var ids []string
+	for _, task := range r.Tasks {
+		if task.Status == "SUCCESS" {
+			ids = append(ids, task.ID)
+		}
+	}
+	if len(r.Tasks) == 0 {
+		t.Fatalf("report lists no tasks:\n%s", report)
+	}
+	return ids
+}
+
+func logLen(t *testing.T, work string) int {
+	raw, err := os.ReadFile(filepath.Join(work, "log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return len(raw)
+}
+
+// checkFinishedStayDone fails if a task started again after the store
+// showed it finished.
+func checkFinishedStayDone(t *testing.T, work string, finished map[string]int) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(work, "log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for id, off := range finished {
+		if bytes.Contains(raw[off:], []byte("start "+id+" ")) {
+			t.Fatalf("%s ran again after the store showed it SUCCESS:\n%s", id, raw)
+		}
 	}
 }
 
