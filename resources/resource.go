@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/store"
@@ -55,10 +56,16 @@ func ValidName(name string) error {
 
 func decodeResource(raw []byte) (*Resource, error) {
 	var r Resource
-	if err := json.Unmarshal(raw, &r); err != nil {
+	// The record's base is decoded through sharedBase, which shadows
+	// Resource.Base (the shallower field wins in encoding/json).
+	rec := struct {
+		*Resource
+		Base sharedBase `json:"base"`
+	}{Resource: &r}
+	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, store.Damagedf("resource record does not decode: %v", err)
 	}
-	r.Base.reindex()
+	r.Base = rec.Base.b
 	// JSON turns every number into float64; put values back into the
 	// canonical form their schema gives (int64 for int, ...).
 	for name, v := range r.Inputs {
@@ -76,6 +83,60 @@ func decodeResource(raw []byte) (*Resource, error) {
 		r.Tags = tags.Set{}
 	}
 	return &r, nil
+}
+
+// sharedBase decodes the base a resource record carries, sharing the result
+// between every record that carries the same encoding: each record holds a
+// copy of its base (actions, inputs and their schemas), a run decodes
+// thousands of records made from a handful of bases, and decoding the
+// base was most of the cost of decoding a record. A decoded base is
+// read-only (see Base.index), so copies of it may share its maps, slices
+// and schemas.
+type sharedBase struct{ b Base }
+
+func (s *sharedBase) UnmarshalJSON(raw []byte) error {
+	if b, ok := decodedBases.get(raw); ok {
+		s.b = b
+		return nil
+	}
+	var b Base
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return err
+	}
+	b.reindex()
+	decodedBases.put(raw, b)
+	s.b = b
+	return nil
+}
+
+// maxDecodedBases bounds the cache of decoded bases: a store made from more
+// distinct bases than this decodes some of them again, rather than keep
+// them all.
+const maxDecodedBases = 256
+
+// decodedBases holds decoded bases by their encoding, for every catalog of
+// the process.
+var decodedBases = &baseCache{m: map[string]Base{}}
+
+type baseCache struct {
+	mu sync.Mutex
+	m  map[string]Base
+}
+
+func (c *baseCache) get(raw []byte) (Base, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[string(raw)]
+	return b, ok
+}
+
+func (c *baseCache) put(raw []byte, b Base) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxDecodedBases {
+		clear(c.m)
+	}
+	c.m[string(raw)] = b
 }
 
 // optional returns a copy of s in which nothing is required, at any depth.
