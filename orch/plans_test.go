@@ -314,3 +314,44 @@ func TestSupersede(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadSizesTaskGraph checks that a loaded plan is the saved one, with
+// its task lists allocated once at their size (a plan of 100,000 tasks
+// allocated five times their size while encoding/json grew them), and that
+// a record without a task graph is still refused as damaged.
+func TestLoadSizesTaskGraph(t *testing.T) {
+	path := testStorePath(t)
+	p, err := planner.Build(planner.GenInput("chain", 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Record{UID: "20260101-000000-0001", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Selection: []string{"role=noop"}, Plan: p}
+	update(t, path, func(tx *store.Tx) error {
+		if err := Save(tx, want); err != nil {
+			return err
+		}
+		if err := tx.Put(store.Plans, planKey("20260101-000000-0002"), []byte(`{"uid":"20260101-000000-0002"}`)); err != nil {
+			return err
+		}
+		return tx.Put(store.Plans, planKey("20260101-000000-0003"), []byte(`{"uid":"20260101-000000-0003","plan":null}`))
+	})
+	view(t, path, func(tx *store.Tx) error {
+		got, err := Load(tx, want.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("loaded plan differs from the saved one (-saved +loaded):\n%s", diff)
+		}
+		if cap(got.Plan.Nodes) != len(got.Plan.Nodes) || cap(got.Plan.Edges) != len(got.Plan.Edges) {
+			t.Errorf("task lists of %d nodes and %d edges have room for %d and %d: grown while decoding, not sized",
+				len(got.Plan.Nodes), len(got.Plan.Edges), cap(got.Plan.Nodes), cap(got.Plan.Edges))
+		}
+		for _, uid := range []string{"20260101-000000-0002", "20260101-000000-0003"} {
+			if _, err := Load(tx, uid); !errors.Is(err, store.ErrDamaged) {
+				t.Errorf("Load of a record without a task graph = %v, want store.ErrDamaged", err)
+			}
+		}
+		return nil
+	})
+}
