@@ -21,6 +21,11 @@
 // function runs again from the start (see Store.Update). View is a
 // read-only REPEATABLE READ transaction.
 //
+// Round trips are what a small transaction costs, so none is spent on
+// BEGIN, which travels with the first statement, or on COMMIT, which
+// travels with the writes; a transaction that sends no statement begins
+// nothing on the server, and a View rolls back after it returns.
+//
 // # Locks
 //
 // There is no lock on the whole store: transactions of several processes

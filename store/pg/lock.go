@@ -170,10 +170,15 @@ func (s *Store) Lock(ctx context.Context, name string) (unlock func() error, err
 func (t *tx) LockHeld(name string) (bool, error) {
 	key := uint64(lockKey(t.s.loc.schema, "lock", name))
 	var held bool
-	err := t.q.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+	err := t.read(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		return rows.Scan(&held)
+	}, `SELECT EXISTS (SELECT 1 FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND classid = $1::bigint::oid AND objid = $2::bigint::oid)`, int64(key>>32), int64(key&0xffffffff)).Scan(&held)
+		AND classid = $1::bigint::oid AND objid = $2::bigint::oid)`, int64(key>>32), int64(key&0xffffffff))
 	if err != nil {
 		return false, t.failed("lock held", err)
 	}

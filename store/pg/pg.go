@@ -84,15 +84,24 @@ func Open(rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.pool, err = pgxpool.NewWithConfig(context.Background(), s.cfg)
-	if err != nil {
-		return nil, s.fail("connect", err)
-	}
-	if err := s.init(context.Background()); err != nil {
-		s.pool.Close()
+	if err := s.connect(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// connect makes the pool of a parsed Store and readies the store.
+func (s *Store) connect() error {
+	var err error
+	s.pool, err = pgxpool.NewWithConfig(context.Background(), s.cfg)
+	if err != nil {
+		return s.fail("connect", err)
+	}
+	if err := s.init(context.Background()); err != nil {
+		s.pool.Close()
+		return err
+	}
+	return nil
 }
 
 // parse makes a Store, not connected yet, of a URL and options.
@@ -305,12 +314,8 @@ func (s *Store) update(fn func(kv.Tx) error) error {
 		return s.fail("begin", err)
 	}
 	defer conn.Release()
-	ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return s.fail("begin", err)
-	}
-	defer ptx.Rollback(ctx)
-	t := newTx(s, ctx, ptx, true)
+	t := newTx(s, ctx, conn.Conn(), true)
+	defer t.end()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -318,30 +323,33 @@ func (s *Store) update(fn func(kv.Tx) error) error {
 		// fn ignored a failed read (Has cannot report one).
 		return t.err
 	}
-	if err := t.flush(); err != nil {
-		return s.fail("commit", err)
-	}
-	if err := ptx.Commit(ctx); err != nil {
+	if err := t.commit(); err != nil {
 		return s.fail("commit", err)
 	}
 	return nil
 }
 
 // View runs fn in a read-only REPEATABLE READ transaction: fn sees one
-// snapshot of the store.
+// snapshot of the store. The transaction ends after View returns: its
+// connection rolls back in the background, then goes back to the pool
+// (Close waits for it).
 func (s *Store) View(fn func(kv.Tx) error) error {
 	ctx := context.Background()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fail("begin", err)
 	}
-	defer conn.Release()
-	ptx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return s.fail("begin", err)
-	}
-	defer ptx.Rollback(ctx)
-	t := newTx(s, ctx, ptx, false)
+	t := newTx(s, ctx, conn.Conn(), false)
+	defer func() {
+		if t.begin != "" {
+			conn.Release() // nothing began on the server
+			return
+		}
+		go func() {
+			t.end()
+			conn.Release()
+		}()
+	}()
 	if err := fn(t); err != nil {
 		return err
 	}

@@ -174,6 +174,43 @@ func TestRetryRunsFnAgain(t *testing.T) {
 	})
 }
 
+// TestWriteSkewIsRetried: this transaction reads x and writes y while
+// another reads y, writes x and commits. SERIALIZABLE refuses the second
+// commit (at its write or at COMMIT, which travel in one batch), and
+// Update runs the function again.
+func TestWriteSkewIsRetried(t *testing.T) {
+	u := newURL(t, pgtest.Shared(t))
+	a, b := open(t, u, opts()), open(t, u, opts())
+	runs := 0
+	err := a.Update(func(tx kv.Tx) error {
+		runs++
+		x, err := tx.Get("one", "x")
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if runs == 1 {
+			if err := b.Update(func(tx kv.Tx) error {
+				if _, err := tx.Get("one", "y"); !errors.Is(err, kv.ErrNotFound) {
+					return fmt.Errorf("y: %v", err)
+				}
+				return tx.Put("one", "x", []byte("b"))
+			}); err != nil {
+				return err
+			}
+		}
+		return tx.Put("one", "y", append([]byte("a saw "), x...))
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs, want nil after 2", err, runs)
+	}
+	_ = a.View(func(tx kv.Tx) error {
+		if v, _ := tx.Get("one", "y"); string(v) != "a saw b" {
+			t.Errorf("y = %q, want %q (the second run saw the other write)", v, "a saw b")
+		}
+		return nil
+	})
+}
+
 func TestConcurrentSequencesAndCounters(t *testing.T) {
 	u := newURL(t, pgtest.Shared(t))
 	stores := []*pg.Store{open(t, u, opts()), open(t, u, opts()), open(t, u, opts())}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/solarops/solar/store/kv"
 )
@@ -37,8 +39,10 @@ func newStatements(schema string) statements {
 		schema: schema,
 		ready: "SELECT (SELECT max(version) FROM " + schema + ".solar_layout), " +
 			"(SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = 'schema_version'::bytea)",
-		get:    "SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = $2",
-		has:    "SELECT true FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		get: "SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		// A small value comes with the answer, for the Get that often
+		// follows a Has; a large one stays on the server.
+		has:    "SELECT CASE WHEN octet_length(value) <= " + strconv.Itoa(hasValueMax) + " THEN value END FROM " + kvt + " WHERE bucket = $1 AND key = $2",
 		scan:   "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4",
 		scanLo: "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3",
 		last:   "SELECT key, value FROM " + kvt + " WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT $4",
@@ -54,6 +58,18 @@ func newStatements(schema string) statements {
 	}
 }
 
+// hasValueMax is the largest value Has brings back with its answer.
+const hasValueMax = 4096
+
+// The statements that begin a transaction. They are not sent on their own
+// but in front of the transaction's first statement (tx.read, tx.commit), so
+// that they cost no round trip, and a transaction that sends no statement
+// begins nothing on the server.
+const (
+	beginUpdate = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	beginView   = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
 // Limits of one flush statement: rows, and bytes of keys and values.
 const (
 	flushRows  = 5000
@@ -63,11 +79,14 @@ const (
 // tx is one transaction. Reads go to PostgreSQL, through the transaction's
 // own pending writes (w) and a cache of what it read: within one snapshot a
 // key read twice has the same value unless this transaction wrote it, which
-// w answers first.
+// w answers first. The transaction runs on conn, which it owns until end.
 type tx struct {
-	s        *Store
-	ctx      context.Context
-	q        pgx.Tx
+	s    *Store
+	ctx  context.Context
+	conn *pgx.Conn
+	// begin is the BEGIN statement still to send, in front of the first
+	// statement; empty once sent.
+	begin    string
 	writable bool
 	w        writes
 	cache    map[string]map[string]cached // bucket -> key -> what PostgreSQL said
@@ -83,8 +102,82 @@ type cached struct {
 	present bool
 }
 
-func newTx(s *Store, ctx context.Context, q pgx.Tx, writable bool) *tx {
-	return &tx{s: s, ctx: ctx, q: q, writable: writable}
+func newTx(s *Store, ctx context.Context, conn *pgx.Conn, writable bool) *tx {
+	t := &tx{s: s, ctx: ctx, conn: conn, begin: beginView, writable: writable}
+	if writable {
+		t.begin = beginUpdate
+	}
+	return t
+}
+
+// read runs one query of the transaction, preceded by its BEGIN in the same
+// round trip when it is the first, and passes the rows to fn. fn must read
+// them and not query: the connection is busy until it returns.
+func (t *tx) read(fn func(pgx.Rows) error, sql string, args ...any) error {
+	if t.begin == "" {
+		rows, err := t.conn.Query(t.ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := fn(rows); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}
+	b := &pgx.Batch{}
+	b.Queue(t.begin)
+	b.Queue(sql, args...).Query(fn)
+	begin := t.begin
+	t.begin = ""
+	// A failed BEGIN stops the batch before the query: Close returns the
+	// first error, and the server skips the rest up to the batch's end.
+	err := t.conn.SendBatch(t.ctx, b).Close()
+	if err != nil && t.conn.PgConn().TxStatus() == 'I' {
+		// Nothing ran (the query did not prepare): still to begin.
+		t.begin = begin
+	}
+	return err
+}
+
+// commit sends the pending writes and COMMIT in one batch, with BEGIN in
+// front when the transaction has sent nothing yet; a transaction that read
+// nothing and writes nothing sends nothing. A failed write makes the server
+// skip the rest of the batch, COMMIT included: the error is the write's,
+// and end rolls back.
+func (t *tx) commit() error {
+	b := &pgx.Batch{}
+	if err := t.flush(b); err != nil {
+		return err
+	}
+	if t.begin != "" {
+		if b.Len() == 0 {
+			return nil
+		}
+		b.QueuedQueries = slices.Insert(b.QueuedQueries, 0, &pgx.QueuedQuery{SQL: t.begin})
+		t.begin = ""
+	}
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		// The answer to COMMIT of a transaction the server had aborted.
+		if tag.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	return t.conn.SendBatch(t.ctx, b).Close()
+}
+
+// end rolls back what is left open on the server: a transaction that failed
+// or was not committed (a View, an Update whose fn failed or panicked).
+// A connection whose rollback fails is closed, and the pool drops it.
+func (t *tx) end() {
+	if t.conn.IsClosed() || t.conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
+		_ = t.conn.Close(t.ctx)
+	}
 }
 
 // failed records a failed query and returns it as an Error of the store.
@@ -131,13 +224,20 @@ func (t *tx) Get(bucket, key string) ([]byte, error) {
 		return bytes.Clone(c.v), nil
 	}
 	var v []byte
-	err := t.q.QueryRow(t.ctx, t.s.sql.get, bucket, []byte(key)).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		t.remember(bucket, key, cached{})
-		return nil, kv.ErrNotFound
-	}
+	found := false
+	err := t.read(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		found = true
+		return rows.Scan(&v)
+	}, t.s.sql.get, bucket, []byte(key))
 	if err != nil {
 		return nil, t.failed("get", err)
+	}
+	if !found {
+		t.remember(bucket, key, cached{})
+		return nil, kv.ErrNotFound
 	}
 	if v == nil {
 		v = []byte{}
@@ -154,18 +254,23 @@ func (t *tx) Has(bucket, key string) bool {
 	if c, ok := t.cache[bucket][key]; ok {
 		return c.present
 	}
-	var yes bool
-	err := t.q.QueryRow(t.ctx, t.s.sql.has, bucket, []byte(key)).Scan(&yes)
-	if errors.Is(err, pgx.ErrNoRows) {
-		t.remember(bucket, key, cached{})
-		return false
-	}
+	var v []byte
+	found := false
+	err := t.read(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		found = true
+		return rows.Scan(&v)
+	}, t.s.sql.has, bucket, []byte(key))
 	if err != nil {
 		_ = t.failed("has", err)
 		return false
 	}
-	t.remember(bucket, key, cached{present: true})
-	return true
+	// v is nil when the value is too large to come along (or, should the
+	// driver give nil for an empty one, then Get asks again).
+	t.remember(bucket, key, cached{v: v, present: found})
+	return found
 }
 
 func (t *tx) Put(bucket, key string, value []byte) error {
@@ -208,27 +313,27 @@ const (
 func (t *tx) baseScan(bucket, prefix string, desc bool, fn func(r row) error) error {
 	lo, hi := []byte(prefix), after([]byte(prefix))
 	for limit := firstChunk; ; limit = min(limit*4, maxChunk) {
-		var rows pgx.Rows
-		var err error
+		var sql string
+		args := []any{bucket, lo, hi, limit}
 		switch {
 		case !desc && hi != nil:
-			rows, err = t.q.Query(t.ctx, t.s.sql.scan, bucket, lo, hi, limit)
+			sql = t.s.sql.scan
 		case !desc:
-			rows, err = t.q.Query(t.ctx, t.s.sql.scanLo, bucket, lo, limit)
+			sql, args = t.s.sql.scanLo, []any{bucket, lo, limit}
 		case hi != nil:
-			rows, err = t.q.Query(t.ctx, t.s.sql.last, bucket, lo, hi, limit)
+			sql = t.s.sql.last
 		default:
-			rows, err = t.q.Query(t.ctx, t.s.sql.lastLo, bucket, lo, limit)
-		}
-		if err != nil {
-			return t.failed("read", err)
+			sql, args = t.s.sql.lastLo, []any{bucket, lo, limit}
 		}
 		chunk := make([]row, 0, limit)
-		for rows.Next() {
-			raw := rows.RawValues()
-			chunk = append(chunk, row{k: string(raw[0]), v: bytes.Clone(raw[1])})
-		}
-		if err := rows.Err(); err != nil {
+		err := t.read(func(rows pgx.Rows) error {
+			for rows.Next() {
+				raw := rows.RawValues()
+				chunk = append(chunk, row{k: string(raw[0]), v: bytes.Clone(raw[1])})
+			}
+			return nil
+		}, sql, args...)
+		if err != nil {
 			return t.failed("read", err)
 		}
 		for _, r := range chunk {
@@ -370,8 +475,13 @@ func (t *tx) baseSequence(bucket string) (uint64, error) {
 		return n, nil
 	}
 	var n int64
-	err := t.q.QueryRow(t.ctx, t.s.sql.seq, bucket).Scan(&n)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	err := t.read(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		return rows.Scan(&n)
+	}, t.s.sql.seq, bucket)
+	if err != nil {
 		return 0, t.failed("read sequence", err)
 	}
 	if t.seqs == nil {
@@ -414,12 +524,11 @@ func (t *tx) SetSequence(bucket string, n uint64) error {
 	return nil
 }
 
-// flush sends the pending writes in one batch: per bucket, upserts and
-// deletions of up to flushRows keys each, then the counters. Buckets and
-// keys go in order, so that two transactions lock rows in the same order
-// and deadlock less.
-func (t *tx) flush() error {
-	b := &pgx.Batch{}
+// flush queues the pending writes in b: per bucket, upserts and deletions
+// of up to flushRows keys each, then the counters. Buckets and keys go in
+// order, so that two transactions lock rows in the same order and deadlock
+// less.
+func (t *tx) flush(b *pgx.Batch) error {
 	for _, bucket := range slices.Sorted(maps.Keys(t.w.buckets)) {
 		p := t.w.buckets[bucket]
 		var putK, putV, del [][]byte
@@ -454,8 +563,5 @@ func (t *tx) flush() error {
 		}
 		b.Queue(t.s.sql.setSeq, bucket, int64(n))
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	return t.q.SendBatch(t.ctx, b).Close()
+	return nil
 }

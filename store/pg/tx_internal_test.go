@@ -1,7 +1,17 @@
 package pg
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/store/kv"
@@ -32,6 +42,232 @@ func TestIgnoredReadErrorFailsTheUpdate(t *testing.T) {
 	_ = s.View(func(tx kv.Tx) error {
 		if tx.Has("one", "k") {
 			t.Error("the failed Update committed its put")
+		}
+		return nil
+	})
+}
+
+// exchanges records what a store sends, one entry per round trip: the
+// statements of a query or of a batch.
+type exchanges struct {
+	mu  sync.Mutex
+	log [][]string
+}
+
+func (e *exchanges) add(sqls ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.log = append(e.log, sqls)
+}
+
+// take returns what was sent since the last take, once at least n
+// exchanges were (a View's rollback is sent in the background).
+func (e *exchanges) take(t *testing.T, n int) [][]string {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		if len(e.log) >= n || time.Now().After(deadline) {
+			got := e.log
+			e.log = nil
+			e.mu.Unlock()
+			return got
+		}
+		e.mu.Unlock()
+	}
+}
+
+func (e *exchanges) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	e.add(d.SQL)
+	return ctx
+}
+
+func (e *exchanges) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (e *exchanges) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var sqls []string
+	for _, q := range d.Batch.QueuedQueries {
+		sqls = append(sqls, q.SQL)
+	}
+	e.add(sqls...)
+	return ctx
+}
+
+func (e *exchanges) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (e *exchanges) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+var traced atomic.Int64
+
+// openTraced opens a store of a new schema whose statements ex records.
+func openTraced(t *testing.T) (*Store, *exchanges) {
+	t.Helper()
+	s, err := parse(fmt.Sprintf("%s&schema=traced%d", pgtest.Shared(t), traced.Add(1)),
+		Options{Buckets: []string{"meta", "one"}, Meta: "meta", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := &exchanges{}
+	s.cfg.ConnConfig.Tracer = ex
+	if err := s.connect(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ex.take(t, 0)
+	return s, ex
+}
+
+// TestRoundTrips: BEGIN rides with a transaction's first statement and
+// COMMIT with its writes, a transaction that sends no statement begins
+// nothing, and a Get after a Has of a small value asks nothing more.
+func TestRoundTrips(t *testing.T) {
+	s, ex := openTraced(t)
+	sql := s.sql
+	get := func(tx kv.Tx, key, want string) {
+		t.Helper()
+		v, err := tx.Get("one", key)
+		if want == "" && !errors.Is(err, kv.ErrNotFound) || want != "" && (err != nil || string(v) != want) {
+			t.Errorf("Get(%q) = %q %v, want %q", key, v, err, want)
+		}
+	}
+	big := strings.Repeat("b", hasValueMax+1)
+	for _, c := range []struct {
+		name   string
+		update bool
+		fn     func(tx kv.Tx) error
+		want   [][]string
+	}{
+		{"empty update", true, func(kv.Tx) error { return nil }, nil},
+		{"empty view", false, func(kv.Tx) error { return nil }, nil},
+		{"update that only writes", true, func(tx kv.Tx) error {
+			_ = tx.Put("one", "big", []byte(big))
+			return tx.Put("one", "k", []byte("v"))
+		}, [][]string{{beginUpdate, sql.upsert, "COMMIT"}}},
+		{"update that reads and writes", true, func(tx kv.Tx) error {
+			get(tx, "k", "v")
+			get(tx, "k", "v")
+			return tx.Put("one", "k", []byte("w"))
+		}, [][]string{{beginUpdate, sql.get}, {sql.upsert, "COMMIT"}}},
+		{"update that only reads", true, func(tx kv.Tx) error {
+			get(tx, "nothing", "")
+			if tx.Has("one", "nothing") {
+				t.Error("Has of a key Get did not find")
+			}
+			return nil
+		}, [][]string{{beginUpdate, sql.get}, {"COMMIT"}}},
+		{"update that fails", true, func(tx kv.Tx) error {
+			get(tx, "k", "w")
+			return errors.New("no")
+		}, [][]string{{beginUpdate, sql.get}, {"ROLLBACK"}}},
+		{"view: Has then Get", false, func(tx kv.Tx) error {
+			if !tx.Has("one", "k") || !tx.Has("one", "big") || tx.Has("one", "nothing") {
+				t.Error("Has is wrong")
+			}
+			get(tx, "k", "w")
+			get(tx, "nothing", "")
+			get(tx, "big", big) // too large to come with Has
+			return nil
+		}, [][]string{{beginView, sql.has}, {sql.has}, {sql.has}, {sql.get}, {"ROLLBACK"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if c.update {
+				err = s.Update(c.fn)
+			} else {
+				err = s.View(c.fn)
+			}
+			if err != nil && c.name != "update that fails" {
+				t.Fatal(err)
+			}
+			if got := ex.take(t, len(c.want)); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("sent\n%q\nwant\n%q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestFailedFirstStatement: the first statement fails in the batch that
+// begins the transaction, when prepared (nothing began) or when run (the
+// transaction is aborted). Update and View return its error, Update commits
+// nothing, and the connection serves the next transactions.
+func TestFailedFirstStatement(t *testing.T) {
+	s, ex := openTraced(t)
+	good := s.sql.get
+	for _, c := range []struct {
+		name, where, code string
+		rollback          bool
+	}{
+		{"does not prepare", "no_such_column = 1", "42703", false},
+		{"fails running", "octet_length($2) / 0 = 1", "22012", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s.sql.get = good + " AND " + c.where
+			err := s.Update(func(tx kv.Tx) error {
+				if _, err := tx.Get("one", "k"); !isCode(err, c.code) {
+					t.Errorf("Get: %v, want %s", err, c.code)
+				}
+				return tx.Put("one", "k", []byte("v"))
+			})
+			if !isCode(err, c.code) {
+				t.Fatalf("Update: %v, want %s", err, c.code)
+			}
+			err = s.View(func(tx kv.Tx) error { _, err := tx.Get("one", "k"); return err })
+			if !isCode(err, c.code) {
+				t.Fatalf("View: %v, want %s", err, c.code)
+			}
+			want := [][]string{{beginUpdate, s.sql.get}, {beginView, s.sql.get}}
+			if c.rollback {
+				want = [][]string{{beginUpdate, s.sql.get}, {"ROLLBACK"}, {beginView, s.sql.get}, {"ROLLBACK"}}
+			}
+			if got := ex.take(t, len(want)); !reflect.DeepEqual(got, want) {
+				t.Errorf("sent\n%q\nwant\n%q", got, want)
+			}
+			s.sql.get = good
+			for range 3 { // more than the connections the failures used
+				if err := s.Update(func(tx kv.Tx) error {
+					if _, err := tx.Get("one", "k"); !errors.Is(err, kv.ErrNotFound) {
+						t.Errorf("Get after a failed Update: %v, want ErrNotFound", err)
+					}
+					return tx.Put("one", "k2", nil)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ex.take(t, 0)
+		})
+	}
+}
+
+// TestSerializationFailureOfFirstStatementIsRetried injects SQLSTATE 40001
+// into the first read, which travels with BEGIN: Update runs fn again.
+func TestSerializationFailureOfFirstStatementIsRetried(t *testing.T) {
+	s, _ := openTraced(t)
+	if err := s.Update(func(tx kv.Tx) error { return tx.Put("one", "k", []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	// nextval is not rolled back: only the first call fails.
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, "CREATE SEQUENCE "+s.sql.schema+".tries; "+
+		"CREATE FUNCTION "+s.sql.schema+".flaky() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "+
+		"IF nextval('"+s.sql.schema+".tries') = 1 THEN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END IF; "+
+		"RETURN true; END $$"); err != nil {
+		t.Fatal(err)
+	}
+	s.sql.get = "SELECT value FROM " + s.sql.schema + ".kv WHERE bucket = $1 AND key = $2 AND " + s.sql.schema + ".flaky()"
+	runs := 0
+	err := s.Update(func(tx kv.Tx) error {
+		runs++
+		v, err := tx.Get("one", "k")
+		if err != nil {
+			return err
+		}
+		return tx.Put("one", "k", append(v, '+'))
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Update: %v after %d runs, want nil after 2", err, runs)
+	}
+	s.sql.get = newStatements(s.sql.schema).get
+	_ = s.View(func(tx kv.Tx) error {
+		if v, err := tx.Get("one", "k"); string(v) != "1+" {
+			t.Errorf("k = %q %v, want 1+", v, err)
 		}
 		return nil
 	})
