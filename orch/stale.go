@@ -63,7 +63,7 @@ func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
 			return fmt.Sprintf("%s was committed by the later plan %s", res, snap.Plan), nil
 		}
 	}
-	ents, err := staging.ForResource(tx, res)
+	ents, err := staging.StampsFor(tx, res)
 	if err != nil {
 		return "", err
 	}

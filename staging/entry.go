@@ -278,6 +278,44 @@ func ForResource(tx *store.Tx, resource string) ([]*Entry, error) {
 	return out, err
 }
 
+// Stamp is what a check for stale plans reads of a staged entry: which
+// action, staged by which plan's run ("" for a command) and when, and how
+// many changes its diff holds. Checking a plan of 100,000 tasks decodes a
+// stamp per entry instead of the whole entry.
+type Stamp struct {
+	Key      string    `json:"key"`
+	Resource string    `json:"resource"`
+	Action   string    `json:"action"`
+	Seq      uint64    `json:"seq"`
+	StagedAt time.Time `json:"staged_at"`
+	Plan     string    `json:"plan,omitempty"`
+	Diff     []skipped `json:"diff"`
+}
+
+// skipped is a JSON value read over without being decoded.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// StampsFor returns the stamps of the entries staged for resource, oldest
+// first: ForResource without the entries' diffs, tags and causes.
+func StampsFor(tx *store.Tx, resource string) ([]Stamp, error) {
+	var out []Stamp
+	err := tx.ForEach(store.Staged, resource+".", func(k string, v []byte) error {
+		var st Stamp
+		if err := json.Unmarshal(v, &st); err != nil {
+			return store.Damagedf("staged entry %s does not decode: %v", k, err)
+		}
+		// "rmq.1." also prefixes "rmq.1.x.run"; keep only this resource's.
+		if st.Resource == resource {
+			out = append(out, st)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, err
+}
+
 // Head is a staged entry without its diff, cause and time: what selecting
 // and planning read. "ch process" of 100,000 entries decodes heads, which
 // are a fraction of the entries' size.
