@@ -37,7 +37,7 @@ func (ex *execution) recordGroup(id string, g handler.Group) {
 	}
 	key := groupKey(ex.rec.UID, id)
 	ex.bufMu.Lock()
-	ex.buf = append(ex.buf, func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) })
+	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
 	ex.bufMu.Unlock()
 }
 

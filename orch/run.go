@@ -522,8 +522,13 @@ type execution struct {
 	// other commands during the run are seen by the next run.
 	effective map[string]map[string]any
 
-	bufMu sync.Mutex
-	buf   []func(*store.Tx) error // lazily written states of side-effect-free tasks
+	// buf holds the changes not written yet (see persist), started the
+	// place in buf of each task's buffered INPROGRESS state, and spare an
+	// emptied buffer to reuse.
+	bufMu   sync.Mutex
+	buf     []pendingWrite
+	started map[string]int
+	spare   []pendingWrite
 
 	userStop <-chan struct{}
 	stopped  chan struct{}
@@ -663,10 +668,10 @@ func (ex *execution) output(task string, l handler.Line) {
 func (ex *execution) keepLog(task string, attempt int, lines []handler.Line) {
 	uid := ex.rec.UID
 	ex.bufMu.Lock()
-	ex.buf = append(ex.buf, func(tx *store.Tx) error {
+	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error {
 		// Even an attempt that printed nothing is on record (its end).
 		return finalLog(tx, uid, task, attempt, lines)
-	})
+	}})
 	ex.bufMu.Unlock()
 }
 
@@ -709,9 +714,8 @@ func (ti *taskInfo) checkOutputs(outs map[string]any) error {
 // buffered.
 func (ex *execution) persist(id string, st State) error {
 	info := ex.infos[id]
-	write := func(tx *store.Tx) error { return ex.apply(tx, id, st) }
 	ex.bufMu.Lock()
-	ex.buf = append(ex.buf, write)
+	ex.bufferState(id, st)
 	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
 	big := len(ex.buf) >= 4096
 	ex.bufMu.Unlock()
@@ -728,8 +732,8 @@ func (ex *execution) persistBatch(ids []string, states []State) error {
 	eager := false
 	ex.bufMu.Lock()
 	for i, id := range ids {
-		id, st := id, states[i]
-		ex.buf = append(ex.buf, func(tx *store.Tx) error { return ex.apply(tx, id, st) })
+		st := states[i]
+		ex.bufferState(id, st)
 		info := ex.infos[id]
 		if !(info.noop || info.problem != "" || st.Status == StatusSkipped) {
 			eager = true
@@ -743,20 +747,77 @@ func (ex *execution) persistBatch(ids []string, states []State) error {
 	return ex.flush()
 }
 
-// flush writes every buffered change in one transaction.
-func (ex *execution) flush() error {
+// pendingWrite is one buffered change: task id's state st, or write.
+type pendingWrite struct {
+	id    string
+	st    State
+	write func(*store.Tx) error
+}
+
+// bufferState buffers task id's state st; the caller holds bufMu. A final
+// state replaces the task's INPROGRESS one if that is still buffered: both
+// would be written in one transaction, where the first is never seen.
+func (ex *execution) bufferState(id string, st State) {
+	if ex.buf == nil {
+		ex.buf, ex.spare = ex.spare, nil
+	}
+	if st.Status == StatusInProgress {
+		if ex.started == nil {
+			ex.started = map[string]int{}
+		}
+		ex.started[id] = len(ex.buf)
+	} else if i, ok := ex.started[id]; ok {
+		ex.buf[i] = pendingWrite{}
+		delete(ex.started, id)
+	}
+	ex.buf = append(ex.buf, pendingWrite{id: id, st: st})
+}
+
+// take empties the buffer and returns what it held, in order.
+func (ex *execution) take() []pendingWrite {
 	ex.bufMu.Lock()
+	defer ex.bufMu.Unlock()
 	batch := ex.buf
 	ex.buf = nil
+	clear(ex.started)
+	return batch
+}
+
+// write writes batch, a buffer take returned, in tx.
+func (ex *execution) write(tx *store.Tx, batch []pendingWrite) error {
+	for _, w := range batch {
+		var err error
+		switch {
+		case w.write != nil:
+			err = w.write(tx)
+		case w.id != "":
+			err = ex.apply(tx, w.id, w.st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recycle keeps batch, written, for the buffer to reuse.
+func (ex *execution) recycle(batch []pendingWrite) {
+	clear(batch)
+	ex.bufMu.Lock()
+	ex.spare = batch[:0]
 	ex.bufMu.Unlock()
+}
+
+// flush writes every buffered change in one transaction.
+func (ex *execution) flush() error {
+	batch := ex.take()
 	if len(batch) == 0 {
 		return nil
 	}
+	defer ex.recycle(batch)
 	return ex.sdb.Update(func(tx *store.Tx) error {
-		for _, w := range batch {
-			if err := w(tx); err != nil {
-				return err
-			}
+		if err := ex.write(tx, batch); err != nil {
+			return err
 		}
 		if ex.sdb.shared() {
 			// On a shared store others write beside the run: look for
@@ -778,15 +839,10 @@ const lookFresh = 20 * time.Millisecond
 // flushOnClose writes buffered changes before the store closes for idling,
 // so that other commands see the run as it is.
 func (ex *execution) flushOnClose(db *store.DB) {
-	ex.bufMu.Lock()
-	batch := ex.buf
-	ex.buf = nil
-	ex.bufMu.Unlock()
+	batch := ex.take()
 	_ = db.Update(func(tx *store.Tx) error {
-		for _, w := range batch {
-			if err := w(tx); err != nil {
-				return err
-			}
+		if err := ex.write(tx, batch); err != nil {
+			return err
 		}
 		return ex.checkStop(tx)
 	})
@@ -794,16 +850,7 @@ func (ex *execution) flushOnClose(db *store.DB) {
 
 // drain writes what is still buffered, inside tx.
 func (ex *execution) drain(tx *store.Tx) error {
-	ex.bufMu.Lock()
-	batch := ex.buf
-	ex.buf = nil
-	ex.bufMu.Unlock()
-	for _, w := range batch {
-		if err := w(tx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ex.write(tx, ex.take())
 }
 
 func (ex *execution) checkStop(tx *store.Tx) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -443,5 +444,48 @@ func TestRunnerClaim(t *testing.T) {
 				t.Fatalf("Run after the other runner died: %v", err)
 			}
 		})
+	}
+}
+
+// TestBufferedStartReplaced checks that a task's final state replaces its
+// INPROGRESS state while both wait in the buffer (they would be written
+// in one transaction, where the first is never seen), that other buffered
+// writes keep their order, and that a final state after a flush is
+// buffered alone.
+func TestBufferedStartReplaced(t *testing.T) {
+	ex := &execution{}
+	start := State{Status: StatusInProgress, Start: time.Unix(1, 0)}
+	end := State{Status: StatusNoop, Start: time.Unix(1, 0), End: time.Unix(2, 0)}
+	logged := 0
+	ex.bufMu.Lock()
+	ex.bufferState("a", start)
+	ex.bufferState("b", start)
+	ex.buf = append(ex.buf, pendingWrite{write: func(*store.Tx) error { logged++; return nil }})
+	ex.bufferState("a", end)
+	ex.bufMu.Unlock()
+	type w struct {
+		id     string
+		status Status
+		write  bool
+	}
+	view := func(batch []pendingWrite) []w {
+		var out []w
+		for _, p := range batch {
+			if p.id != "" || p.write != nil {
+				out = append(out, w{p.id, p.st.Status, p.write != nil})
+			}
+		}
+		return out
+	}
+	got := view(ex.take())
+	want := []w{{"b", StatusInProgress, false}, {"", "", true}, {"a", StatusNoop, false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("buffered %v, want %v", got, want)
+	}
+	ex.bufMu.Lock()
+	ex.bufferState("b", end)
+	ex.bufMu.Unlock()
+	if got, want := view(ex.take()), []w{{"b", StatusNoop, false}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after a flush, buffered %v, want %v", got, want)
 	}
 }
