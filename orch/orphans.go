@@ -37,8 +37,34 @@ func (ex *execution) recordGroup(id string, g handler.Group) {
 	}
 	key := groupKey(ex.rec.UID, id)
 	ex.bufMu.Lock()
+	if ex.groups == nil {
+		ex.groups = map[string]bool{}
+	}
+	ex.groups[id] = true
 	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
 	ex.bufMu.Unlock()
+}
+
+// mayHaveGroup reports whether task id may have a record of its attempt
+// in the store: one this run recorded, or any of the plan's from before.
+func (ex *execution) mayHaveGroup(id string) bool {
+	if ex.planGroups {
+		return true
+	}
+	ex.bufMu.Lock()
+	defer ex.bufMu.Unlock()
+	return ex.groups[id]
+}
+
+// hasGroups reports whether the store holds a record of an attempt of plan
+// uid, of any runner or machine.
+func hasGroups(tx *store.Tx, uid string) (bool, error) {
+	found := false
+	err := tx.ForEach(store.Plans, groupPrefix(uid), func(string, []byte) error {
+		found = true
+		return store.ErrStop
+	})
+	return found, err
 }
 
 // orphanGroups returns the recorded attempts, of any plan, whose runner is

@@ -130,6 +130,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		initial  map[string]State
 		infos    map[string]*taskInfo
 		leftover map[string]groupRecord
+		grouped  bool
 		edits    uint64
 	)
 	err = sdb.Update(func(tx *store.Tx) error {
@@ -147,6 +148,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 			return err
 		}
 		if leftover, err = orphanGroups(tx); err != nil {
+			return err
+		}
+		if grouped, err = hasGroups(tx, r.UID); err != nil {
 			return err
 		}
 		edits = editCount(tx, r.UID)
@@ -170,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks)}
+		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
 	defer ex.locks.close()
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
@@ -304,7 +308,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 	}
 	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
-	defs := inputDefsCache{}
+	var defs inputDefsCache
 	var locations []string
 	seen := map[string]bool{}
 	var cat *resources.Catalog
@@ -405,11 +409,22 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 // inputDefsCache shares the by-name index of a base's inputs between the
 // tasks whose resources have the same base: every resource carries its own
 // copy of its base, and an index per task cost a map per task.
-type inputDefsCache map[string][]map[string]*resources.InputDef
+type inputDefsCache struct {
+	byName  map[string][]map[string]*resources.InputDef // by base name, directory and version
+	byFirst map[*resources.InputDef]map[string]*resources.InputDef
+}
 
-func (c inputDefsCache) of(b *resources.Base) map[string]*resources.InputDef {
+func (c *inputDefsCache) of(b *resources.Base) map[string]*resources.InputDef {
+	// Resources decoded from records carrying the same base share its
+	// decoded inputs (resources.decodeResource): then the index is the
+	// one made for the first of them.
+	if len(b.Inputs) > 0 {
+		if defs, ok := c.byFirst[&b.Inputs[0]]; ok && len(defs) == len(b.Inputs) {
+			return defs
+		}
+	}
 	key := b.Name + "\x00" + b.Dir + "\x00" + b.Version
-	for _, defs := range c[key] {
+	for _, defs := range c.byName[key] {
 		if sameInputs(defs, b.Inputs) {
 			return defs
 		}
@@ -419,7 +434,14 @@ func (c inputDefsCache) of(b *resources.Base) map[string]*resources.InputDef {
 		d := &b.Inputs[i]
 		defs[d.Name] = d
 	}
-	c[key] = append(c[key], defs)
+	if c.byName == nil {
+		c.byName = map[string][]map[string]*resources.InputDef{}
+		c.byFirst = map[*resources.InputDef]map[string]*resources.InputDef{}
+	}
+	c.byName[key] = append(c.byName[key], defs)
+	if len(b.Inputs) > 0 {
+		c.byFirst[&b.Inputs[0]] = defs
+	}
 	return defs
 }
 
@@ -524,11 +546,16 @@ type execution struct {
 
 	// buf holds the changes not written yet (see persist), started the
 	// place in buf of each task's buffered INPROGRESS state, and spare an
-	// emptied buffer to reuse.
-	bufMu   sync.Mutex
-	buf     []pendingWrite
-	started map[string]int
-	spare   []pendingWrite
+	// emptied buffer to reuse. groups holds the tasks whose attempts this
+	// run recorded (recordGroup); planGroups says whether the store held
+	// records of attempts of the plan when the run started. A task
+	// outside both has no record to remove when it finishes.
+	bufMu      sync.Mutex
+	buf        []pendingWrite
+	started    map[string]int
+	spare      []pendingWrite
+	groups     map[string]bool
+	planGroups bool
 
 	userStop <-chan struct{}
 	stopped  chan struct{}
@@ -922,7 +949,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	if err := PutState(tx, ex.rec.UID, id, st); err != nil {
 		return err
 	}
-	if st.Status.Finished() {
+	if st.Status.Finished() && ex.mayHaveGroup(id) {
 		if err := tx.Delete(store.Plans, groupKey(ex.rec.UID, id)); err != nil {
 			return err
 		}
@@ -966,11 +993,10 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	// The action ran with the resource's current inputs, so whatever is
 	// staged for it (its own entry, a refresh left earlier, or an entry
 	// outside the selection that a rule pulled in) is done.
+	// Nothing staged (ErrNoEntry, before it writes anything) is fine.
 	key := staging.Key(n.Resource, n.Action)
-	if tx.Has(store.Staged, key) {
-		if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil {
-			return fmt.Errorf("commit %s: %w", key, err)
-		}
+	if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
+		return fmt.Errorf("commit %s: %w", key, err)
 	}
 	if st.Status == StatusSuccess {
 		return ex.leaveRefreshes(tx, stg, info)

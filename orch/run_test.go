@@ -489,3 +489,49 @@ func TestBufferedStartReplaced(t *testing.T) {
 		t.Errorf("after a flush, buffered %v, want %v", got, want)
 	}
 }
+
+// TestRunnerRemovesAttemptRecords checks that a finished task leaves no
+// record of its attempt: one left by a runner of another machine (which
+// this runner does not kill) is removed with the task's final state, in a
+// run whose noop tasks record none of their own.
+func TestRunnerRemovesAttemptRecords(t *testing.T) {
+	path, uid := chain4(t)
+	update(t, path, func(tx *store.Tx) error {
+		raw, err := json.Marshal(groupRecord{Runner: 1, Host: "elsewhere.invalid"})
+		if err != nil {
+			return err
+		}
+		return tx.Put(store.Plans, groupKey(uid, "n2.run#0"), raw)
+	})
+	r := &Runner{Path: path, UID: uid, Concurrency: 2, PerNode: 1}
+	if _, _, err := r.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	view(t, path, func(tx *store.Tx) error {
+		return tx.ForEach(store.Plans, groupPrefix(uid), func(k string, _ []byte) error {
+			t.Errorf("record %s left after its task finished", k)
+			return nil
+		})
+	})
+}
+
+// TestInputDefsShared checks that tasks of resources decoded with one
+// shared base share one index of its inputs, and that a base with the same
+// name, directory and version but other inputs gets its own.
+func TestInputDefsShared(t *testing.T) {
+	b := resources.Base{Name: "b", Inputs: []resources.InputDef{{Name: "x"}, {Name: "y"}}}
+	copied := b // a resource's copy of a shared decoded base
+	other := resources.Base{Name: "b", Inputs: []resources.InputDef{{Name: "z"}}}
+	var c inputDefsCache
+	first := c.of(&b)
+	if got := c.of(&copied); reflect.ValueOf(got).Pointer() != reflect.ValueOf(first).Pointer() {
+		t.Error("two copies of one decoded base got two indexes")
+	}
+	got := c.of(&other)
+	if _, ok := got["z"]; !ok || len(got) != 1 {
+		t.Errorf("a base with other inputs got the index %v", got)
+	}
+	if _, ok := first["x"]; !ok || len(first) != 2 {
+		t.Errorf("index of the first base is %v", first)
+	}
+}
