@@ -3,6 +3,8 @@ package resources
 import (
 	"reflect"
 	"testing"
+
+	"github.com/solarops/solar/store"
 )
 
 // TestDecodedBasesShared checks that resources whose records carry the
@@ -70,5 +72,44 @@ func TestDecodedBasesBounded(t *testing.T) {
 	last := maxDecodedBases + 9
 	if b, ok := c.get([]byte{byte(last), byte(last >> 8)}); !ok || b.Name != "b" {
 		t.Error("the last base put is not served")
+	}
+}
+
+// TestDecodeCutMatchesFull checks that a record whose base was decoded
+// before (its base's bytes then skipped) reads exactly as a record decoded
+// in full, and that records of another form still decode in full.
+func TestDecodeCutMatchesFull(t *testing.T) {
+	db := openStore(t)
+	var raws [][]byte
+	update(t, db, func(c *Catalog) {
+		mustCreate(t, c, "a", realBase(t, "noop"), "value=1")
+		mustCreate(t, c, "f", realBase(t, "file"), "dir=/tmp/d", "path=x", "content=y")
+		for _, name := range []string{"a", "f"} {
+			raw, err := c.get(store.Resources, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws = append(raws, raw)
+		}
+	})
+	// Another member order, as an older or hand-made record could have.
+	raws = append(raws, []byte(`{"base":{"name":"x","dir":"/d","handler":"noop","actions":{"run":"r.sh"},"inputs":[{"name":"n","schema":"int","default":1}]},"name":"y","inputs":{"n":2},"tags":{}}`))
+	defer func(kept *baseCache) { decodedBases = kept }(decodedBases)
+	for _, raw := range raws {
+		decodedBases = &baseCache{m: map[string]Base{}}
+		full, err := decodeResource(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := decodedBases.cut(raw); ok != (raw[2] == 'n') {
+			t.Errorf("record %.40s...: cut %v", raw, ok)
+		}
+		again, err := decodeResource(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(full, again) {
+			t.Errorf("record %.40s... reads as\n%+v\nonce its base is known, and as\n%+v\nin full", raw, again, full)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,16 +57,25 @@ func ValidName(name string) error {
 
 func decodeResource(raw []byte) (*Resource, error) {
 	var r Resource
-	// The record's base is decoded through sharedBase, which shadows
-	// Resource.Base (the shallower field wins in encoding/json).
-	rec := struct {
-		*Resource
-		Base sharedBase `json:"base"`
-	}{Resource: &r}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, store.Damagedf("resource record does not decode: %v", err)
+	if rest, b, ok := decodedBases.cut(raw); ok {
+		// A base decoded before: the rest of the record alone is decoded,
+		// and the base's bytes are not even scanned.
+		if err := json.Unmarshal(rest, &r); err != nil {
+			return nil, store.Damagedf("resource record does not decode: %v", err)
+		}
+		r.Base = b
+	} else {
+		// The record's base is decoded through sharedBase, which shadows
+		// Resource.Base (the shallower field wins in encoding/json).
+		rec := struct {
+			*Resource
+			Base sharedBase `json:"base"`
+		}{Resource: &r}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, store.Damagedf("resource record does not decode: %v", err)
+		}
+		r.Base = rec.Base.b
 	}
-	r.Base = rec.Base.b
 	// JSON turns every number into float64; put values back into the
 	// canonical form their schema gives (int64 for int, ...).
 	for name, v := range r.Inputs {
@@ -121,6 +131,49 @@ var decodedBases = &baseCache{m: map[string]Base{}}
 type baseCache struct {
 	mu sync.Mutex
 	m  map[string]Base
+	// last is the encoding cut matched last, tried first.
+	last string
+}
+
+// cut finds, in the resource record raw, a base decoded before, where
+// records are encoded with it (resourceRecord, Put): right after the
+// resource's name. It returns the record without its base, and the base.
+// The name is plain text (ValidName); a record that does not have that
+// form is not cut, and decodes in full.
+func (c *baseCache) cut(raw []byte) (rest []byte, b Base, ok bool) {
+	const head, key = `{"name":"`, `,"base":`
+	if !bytes.HasPrefix(raw, []byte(head)) {
+		return nil, Base{}, false
+	}
+	end := bytes.IndexByte(raw[len(head):], '"')
+	if end < 0 || bytes.IndexByte(raw[len(head):len(head)+end], '\\') >= 0 {
+		return nil, Base{}, false
+	}
+	at := len(head) + end + 1
+	if !bytes.HasPrefix(raw[at:], []byte(key)) {
+		return nil, Base{}, false
+	}
+	val := raw[at+len(key):]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	enc, found := c.last, c.last != "" && hasPrefix(val, c.last)
+	if !found {
+		for e := range c.m {
+			if hasPrefix(val, e) {
+				enc, found = e, true
+				c.last = e
+				break
+			}
+		}
+	}
+	if !found {
+		return nil, Base{}, false
+	}
+	// A JSON object ends where its last brace is: val goes on with the
+	// record's next member or its end.
+	rest = make([]byte, 0, len(raw)-len(key)-len(enc))
+	rest = append(append(rest, raw[:at]...), val[len(enc):]...)
+	return rest, c.m[enc], true
 }
 
 func (c *baseCache) get(raw []byte) (Base, bool) {
@@ -135,8 +188,14 @@ func (c *baseCache) put(raw []byte, b Base) {
 	defer c.mu.Unlock()
 	if len(c.m) >= maxDecodedBases {
 		clear(c.m)
+		c.last = ""
 	}
 	c.m[string(raw)] = b
+}
+
+// hasPrefix is bytes.HasPrefix for a string prefix, without a copy of it.
+func hasPrefix(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
 }
 
 // optional returns a copy of s in which nothing is required, at any depth.
