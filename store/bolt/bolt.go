@@ -344,7 +344,7 @@ func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
 	p := []byte(prefix)
 	// Seek to the first key past the prefix range, then step back.
 	var k, v []byte
-	if end := after(p); end == nil {
+	if end := kv.PrefixEnd(p); end == nil {
 		k, v = c.Last()
 	} else if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
@@ -355,19 +355,6 @@ func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
 		return string(k), bytes.Clone(v), nil
 	}
 	return "", nil, kv.ErrNotFound
-}
-
-// after returns the least key greater than every key with prefix p, or nil
-// when there is none (p empty or all 0xff).
-func after(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 func (t *tx) NextSequence(bucket string) (uint64, error) {

@@ -17,6 +17,7 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -102,4 +103,18 @@ func Named(location string, err error) error {
 		return err
 	}
 	return &DamagedError{Path: location, Detail: err.Error()}
+}
+
+// PrefixEnd returns the least key greater than every key with prefix p, or
+// nil when there is none (p empty or all 0xff): a scan of the prefix then
+// has no upper bound.
+func PrefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }

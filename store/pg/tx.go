@@ -311,7 +311,7 @@ const (
 // baseScan calls fn for PostgreSQL's keys of bucket with prefix, in order
 // (desc: in reverse), chunk by chunk.
 func (t *tx) baseScan(bucket, prefix string, desc bool, fn func(r row) error) error {
-	lo, hi := []byte(prefix), after([]byte(prefix))
+	lo, hi := []byte(prefix), kv.PrefixEnd([]byte(prefix))
 	for limit := firstChunk; ; limit = min(limit*4, maxChunk) {
 		var sql string
 		args := []any{bucket, lo, hi, limit}
@@ -454,19 +454,6 @@ func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
 		return pk, bytes.Clone(pv), nil
 	}
 	return "", nil, kv.ErrNotFound
-}
-
-// after returns the least key greater than every key with prefix p, or nil
-// when there is none (p empty or all 0xff): then a scan has no upper bound.
-func after(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // baseSequence returns the bucket's counter in PostgreSQL, read once.
