@@ -76,7 +76,7 @@ type Runner struct {
 
 // taskInfo is what the runner knows about one task before the walk.
 type taskInfo struct {
-	node      planner.Node
+	node      *planner.Node // the plan's own, not a copy
 	handler   handler.Handler
 	noop      bool
 	checks    bool // the script supports check mode
@@ -316,7 +316,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		if i%prepareChunk == 0 {
 			cat = resources.NewCatalog(tx)
 		}
-		info := &taskInfo{node: n}
+		info := &taskInfo{node: &rec.Plan.Nodes[i]}
 		out[n.ID] = info
 		res, err := cat.Get(n.Resource)
 		if err != nil {
@@ -842,7 +842,7 @@ func (ex *execution) flush() error {
 		return nil
 	}
 	defer ex.recycle(batch)
-	return ex.sdb.Update(func(tx *store.Tx) error {
+	err := ex.sdb.Update(func(tx *store.Tx) error {
 		if err := ex.write(tx, batch); err != nil {
 			return err
 		}
@@ -857,6 +857,25 @@ func (ex *execution) flush() error {
 		}
 		return ex.checkStop(tx)
 	})
+	if err == nil {
+		ex.written(batch)
+	}
+	return err
+}
+
+// written forgets the outputs and inputs of the tasks whose final states
+// batch held, now written: only their commit read them, and a run of
+// 100,000 tasks kept them all until it ended. (A transaction retried
+// calls apply again: they are kept until it is written.)
+func (ex *execution) written(batch []pendingWrite) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, w := range batch {
+		if w.id != "" && w.st.Status.Finished() {
+			delete(ex.outputs, w.id)
+			delete(ex.ran, w.id)
+		}
+	}
 }
 
 // lookFresh is how long a look for edits made while writing stands in for
@@ -867,12 +886,15 @@ const lookFresh = 20 * time.Millisecond
 // so that other commands see the run as it is.
 func (ex *execution) flushOnClose(db *store.DB) {
 	batch := ex.take()
-	_ = db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx *store.Tx) error {
 		if err := ex.write(tx, batch); err != nil {
 			return err
 		}
 		return ex.checkStop(tx)
 	})
+	if err == nil {
+		ex.written(batch)
+	}
 }
 
 // drain writes what is still buffered, inside tx.

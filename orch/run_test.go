@@ -535,3 +535,21 @@ func TestInputDefsShared(t *testing.T) {
 		t.Errorf("index of the first base is %v", first)
 	}
 }
+
+// TestWrittenForgetsRanInputs checks that once a task's final state is
+// written, the runner no longer holds the outputs and inputs it ran with
+// (a run of 100,000 tasks held them all), and that it holds those of a
+// task whose final state is not written yet.
+func TestWrittenForgetsRanInputs(t *testing.T) {
+	ex := &execution{
+		outputs: map[string]map[string]any{"a": {"o": 1}, "b": {"o": 2}},
+		ran:     map[string]map[string]any{"a": {"i": 1}, "b": {"i": 2}},
+	}
+	ex.written([]pendingWrite{{id: "a", st: State{Status: StatusSuccess}}, {id: "b", st: State{Status: StatusInProgress}}, {}})
+	if _, ok := ex.ran["a"]; ok || ex.outputs["a"] != nil {
+		t.Error("a's inputs and outputs kept after its final state was written")
+	}
+	if ex.ran["b"] == nil || ex.outputs["b"] == nil {
+		t.Error("b's inputs and outputs dropped before its final state was written")
+	}
+}
