@@ -553,3 +553,42 @@ func TestWrittenForgetsRanInputs(t *testing.T) {
 		t.Error("b's inputs and outputs dropped before its final state was written")
 	}
 }
+
+// TestPrepareReactEdges checks that each task knows the plan's react edges
+// from it, as the plan's own edges (not copies), in plan order, each list
+// allocated at its size.
+func TestPrepareReactEdges(t *testing.T) {
+	path, uid := noopStack(t, []string{"a", "b", "c"}, "on a.run changed b.run", "on a.run success c.run", "on b.run changed c.run", "after b.run c.run")
+	view(t, path, func(tx *store.Tx) error {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		infos, err := (&Runner{}).prepare(tx, rec)
+		if err != nil {
+			return err
+		}
+		want := map[string][]*planner.Edge{}
+		for i := range rec.Plan.Edges {
+			if e := &rec.Plan.Edges[i]; e.Kind == planner.EdgeReact {
+				want[e.From] = append(want[e.From], e)
+			}
+		}
+		if len(want["a.run#0"]) != 2 || len(want["b.run#0"]) != 1 {
+			t.Fatalf("plan's react edges %v: want two from a, one from b", want)
+		}
+		for id, info := range infos {
+			got := info.reactOut
+			if len(got) != len(want[id]) || cap(got) != len(got) {
+				t.Errorf("%s: %d react edges (room for %d), want %d", id, len(got), cap(got), len(want[id]))
+				continue
+			}
+			for i := range got {
+				if got[i] != want[id][i] {
+					t.Errorf("%s: react edge %d is %+v, want the plan's %+v", id, i, got[i], want[id][i])
+				}
+			}
+		}
+		return nil
+	})
+}
