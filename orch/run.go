@@ -92,7 +92,7 @@ type taskInfo struct {
 	// inputs are the resource's effective inputs when the run started;
 	// the runner keeps them current as outputs flow (execution.effective).
 	inputs   map[string]any
-	problem  string // why the task cannot run at all
+	problem  string          // why the task cannot run at all
 	reactOut []*planner.Edge // the plan's own react edges from the task
 	// res is the task's resource as prepare decoded it, and resSum the
 	// digest of its record then; nil for noop tasks (see keepResource).
