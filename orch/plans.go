@@ -159,16 +159,37 @@ func (rec *Record) check(uid string) error {
 	if rec.UID != uid {
 		return store.Damagedf("plan record %s names plan %q", uid, rec.UID)
 	}
-	ids := make(map[string]bool, len(rec.Plan.Nodes))
-	for _, n := range rec.Plan.Nodes {
-		if n.ID == "" || ids[n.ID] {
+	nodes := rec.Plan.Nodes
+	ids := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if _, seen := ids[n.ID]; n.ID == "" || seen {
 			return store.Damagedf("plan record %s has a task with an empty or repeated id %q", uid, n.ID)
 		}
-		ids[n.ID] = true
+		ids[n.ID] = i
 	}
-	for _, e := range rec.Plan.Edges {
-		if !ids[e.From] || !ids[e.To] {
+	// Each edge's strings are made to share the bytes of the equal ones
+	// of its nodes (ids, the texts of the rules that trigger them) and
+	// the planner's constants: decoded, a plan of 100,000 tasks held
+	// 600,000 copies of task ids.
+	for i := range rec.Plan.Edges {
+		e := &rec.Plan.Edges[i]
+		from, okFrom := ids[e.From]
+		to, okTo := ids[e.To]
+		if !okFrom || !okTo {
 			return store.Damagedf("plan record %s has an edge %s -> %s between unknown tasks", uid, e.From, e.To)
+		}
+		e.From, e.To = nodes[from].ID, nodes[to].ID
+		switch e.Kind {
+		case planner.EdgeReact:
+			e.Kind = planner.EdgeReact
+		case planner.EdgeAfter:
+			e.Kind = planner.EdgeAfter
+		}
+		for _, text := range nodes[to].TriggeredBy {
+			if text == e.Rule {
+				e.Rule = text
+				break
+			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -317,8 +318,9 @@ func TestSupersede(t *testing.T) {
 
 // TestLoadSizesTaskGraph checks that a loaded plan is the saved one, with
 // its task lists allocated once at their size (a plan of 100,000 tasks
-// allocated five times their size while encoding/json grew them), and that
-// a record without a task graph is still refused as damaged.
+// allocated five times their size while encoding/json grew them) and its
+// edges sharing the strings of their tasks, and that a record without a
+// task graph is still refused as damaged.
 func TestLoadSizesTaskGraph(t *testing.T) {
 	path := testStorePath(t)
 	p, err := planner.Build(planner.GenInput("chain", 1000))
@@ -346,6 +348,29 @@ func TestLoadSizesTaskGraph(t *testing.T) {
 		if cap(got.Plan.Nodes) != len(got.Plan.Nodes) || cap(got.Plan.Edges) != len(got.Plan.Edges) {
 			t.Errorf("task lists of %d nodes and %d edges have room for %d and %d: grown while decoding, not sized",
 				len(got.Plan.Nodes), len(got.Plan.Edges), cap(got.Plan.Nodes), cap(got.Plan.Edges))
+		}
+		// Edges share their strings with their nodes.
+		byID := map[string]*planner.Node{}
+		for i := range got.Plan.Nodes {
+			byID[got.Plan.Nodes[i].ID] = &got.Plan.Nodes[i]
+		}
+		shared := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+		rules := 0
+		for _, e := range got.Plan.Edges {
+			if !shared(e.From, byID[e.From].ID) || !shared(e.To, byID[e.To].ID) {
+				t.Fatalf("edge %s -> %s holds its own copies of the task ids", e.From, e.To)
+			}
+			for _, text := range byID[e.To].TriggeredBy {
+				if text == e.Rule {
+					if !shared(text, e.Rule) {
+						t.Fatalf("edge %s -> %s holds its own copy of the rule %q", e.From, e.To, e.Rule)
+					}
+					rules++
+				}
+			}
+		}
+		if rules == 0 {
+			t.Error("no edge's rule is among the texts of the rules that trigger its task: the chain has react rules")
 		}
 		for _, uid := range []string{"20260101-000000-0002", "20260101-000000-0003"} {
 			if _, err := Load(tx, uid); !errors.Is(err, store.ErrDamaged) {
