@@ -252,7 +252,17 @@ func (r *Runner) openStore() (sdb *sharedDB, done func()) {
 // walkTasks turns a plan's nodes into the walker's tasks.
 func walkTasks(rec *Record, infos map[string]*taskInfo) []Task {
 	tasks := make([]Task, 0, len(rec.Plan.Nodes))
-	in := map[string][]InEdge{}
+	// Every task's incoming edges share one array, cut to size, rather
+	// than lists grown one edge at a time.
+	counts := make(map[string]int, len(rec.Plan.Nodes))
+	for _, e := range rec.Plan.Edges {
+		counts[e.To]++
+	}
+	all := make([]InEdge, len(rec.Plan.Edges))
+	in := make(map[string][]InEdge, len(counts))
+	for id, k := range counts {
+		in[id], all = all[:0:k], all[k:]
+	}
 	for _, e := range rec.Plan.Edges {
 		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
 	}

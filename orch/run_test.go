@@ -592,3 +592,32 @@ func TestPrepareReactEdges(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWalkTasksInEdges checks that each task gets the plan's edges into it,
+// in plan order, each list allocated at its size.
+func TestWalkTasksInEdges(t *testing.T) {
+	path, uid := noopStack(t, []string{"a", "b", "c"}, "on a.run changed b.run", "on a.run success c.run", "on b.run changed c.run", "after b.run c.run")
+	view(t, path, func(tx *store.Tx) error {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		infos, err := (&Runner{}).prepare(tx, rec)
+		if err != nil {
+			return err
+		}
+		want := map[string][]InEdge{}
+		for _, e := range rec.Plan.Edges {
+			want[e.To] = append(want[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+		}
+		if len(want["c.run#0"]) < 2 {
+			t.Fatalf("plan's edges into c: %v, want at least 2", want["c.run#0"])
+		}
+		for _, task := range walkTasks(rec, infos) {
+			if !reflect.DeepEqual(task.In, want[task.ID]) || cap(task.In) != len(task.In) {
+				t.Errorf("%s: in-edges %v (room for %d), want %v", task.ID, task.In, cap(task.In), want[task.ID])
+			}
+		}
+		return nil
+	})
+}
