@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar end to end against the real
 // binary and a fresh store in the script's work directory.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t, "bbolt", func(e *testscript.Env) error {
 		e.Setenv("SOLAR_DB", filepath.Join(e.WorkDir, "solar.db"))
 		return nil
@@ -50,6 +51,7 @@ var postgresScripts = []string{
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
 // of a real PostgreSQL server (internal/pgtest).
 func TestScriptsPostgres(t *testing.T) {
+	t.Parallel()
 	srv, err := pgtest.StartServer()
 	if err != nil {
 		pgtest.SkipOrFail(t, err)
