@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
@@ -98,6 +99,38 @@ func BenchmarkCreateChain(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCreateChainPostgres is BenchmarkCreateChain's 10,000 on a local
+// PostgreSQL (internal/pgtest; the team store's target: under 2 s).
+func BenchmarkCreateChainPostgres(b *testing.B) {
+	srv, err := pgtest.StartServer()
+	if err != nil {
+		pgtest.SkipOrFail(b, err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	const n = 10000
+	comp := chainComposition(n)
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		u, err := srv.NewDatabase(fmt.Sprintf("chain%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		db, err := store.Open(u, store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := db.Update(func(tx *store.Tx) error { return createComposition(tx, comp) }); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = db.Close()
+		b.StartTimer()
 	}
 }
 

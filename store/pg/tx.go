@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -91,6 +92,12 @@ type tx struct {
 	w        writes
 	cache    map[string]map[string]cached // bucket -> key -> what PostgreSQL said
 	seqs     map[string]uint64            // bucket -> its counter in PostgreSQL
+	// lookups counts the point reads that went to the server per family
+	// of keys (bucket and key up to its first '/'); loaded holds the
+	// families read whole into cache, where a missing key is absent.
+	lookups map[family]int
+	loaded  map[family]bool
+	rows    map[family][]row // of each loaded family, in key order
 	// err is the first failed query: PostgreSQL aborts the transaction
 	// then, so it cannot commit, and a serialization failure here must
 	// reach Update's retry even when fn drops it (Has has no error).
@@ -209,6 +216,96 @@ func (t *tx) remember(bucket, key string, c cached) {
 	m[key] = c
 }
 
+// family is a bucket's keys sharing what comes before their first '/'
+// ("t/" of "t/on a.run changed b.run"), or the whole bucket for keys
+// without one.
+type family struct{ bucket, prefix string }
+
+func familyOf(bucket, key string) family {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return family{bucket, key[:i+1]}
+	}
+	return family{bucket, ""}
+}
+
+// Bulk reads: a transaction that looks up many keys of one family one at a
+// time (a composition checking 10,000 new names, 30,000 new rules) reads
+// the family whole once instead, after wholeAfter lookups, when it has at
+// most wholeMax keys; then each lookup is answered here. Small
+// transactions (a runner's commit) never reach the threshold.
+const (
+	wholeAfter = 64
+	wholeMax   = 1 << 20
+)
+
+// known answers a lookup from the cache: ok false when the server must be
+// asked. A family read whole knows its missing keys too.
+func (t *tx) known(bucket, key string, needValue bool) (c cached, ok bool) {
+	if c, ok := t.cache[bucket][key]; ok && (!needValue || c.v != nil || !c.present) {
+		return c, true
+	}
+	f := familyOf(bucket, key)
+	if t.loaded[f] {
+		return t.cache[bucket][key], true // absent when not there
+	}
+	if t.lookups == nil {
+		t.lookups, t.loaded = map[family]int{}, map[family]bool{}
+	}
+	if t.lookups[f]++; t.lookups[f] != wholeAfter {
+		return cached{}, false
+	}
+	if t.loadFamily(f) != nil {
+		return cached{}, false // the lookup itself will fail, or say why
+	}
+	if !t.loaded[f] {
+		return cached{}, false
+	}
+	return t.cache[bucket][key], true
+}
+
+// loadFamily reads every key of family f into the cache, unless it has
+// more than wholeMax.
+func (t *tx) loadFamily(f family) error {
+	var rows []row
+	lo := []byte(f.prefix)
+	collect := func(r pgx.Rows) error {
+		for r.Next() {
+			var k, v []byte
+			if err := r.Scan(&k, &v); err != nil {
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			rows = append(rows, row{k: string(k), v: v})
+		}
+		return nil
+	}
+	var err error
+	if hi := kv.PrefixEnd(lo); hi != nil {
+		err = t.read(collect, t.s.sql.scan, f.bucket, lo, hi, wholeMax+1)
+	} else {
+		err = t.read(collect, t.s.sql.scanLo, f.bucket, lo, wholeMax+1)
+	}
+	if err != nil {
+		return t.failed("read", err)
+	}
+	if len(rows) > wholeMax {
+		return nil // too big to hold: ask key by key
+	}
+	// The same snapshot as every earlier read: overwriting a cached
+	// answer changes nothing but fills in values Has left out.
+	for _, r := range rows {
+		t.remember(f.bucket, r.k, cached{v: r.v, present: true})
+	}
+	t.loaded[f] = true
+	if t.rows == nil {
+		t.rows = map[family][]row{}
+	}
+	t.rows[f] = rows // in key order: the query sorts them
+	return nil
+}
+
 func (t *tx) Get(bucket, key string) ([]byte, error) {
 	t.check(bucket)
 	if e, ok := t.w.lookup(bucket, key); ok {
@@ -217,7 +314,7 @@ func (t *tx) Get(bucket, key string) ([]byte, error) {
 		}
 		return bytes.Clone(e.v), nil
 	}
-	if c, ok := t.cache[bucket][key]; ok && (c.v != nil || !c.present) {
+	if c, ok := t.known(bucket, key, true); ok {
 		if !c.present {
 			return nil, kv.ErrNotFound
 		}
@@ -251,7 +348,7 @@ func (t *tx) Has(bucket, key string) bool {
 	if e, ok := t.w.lookup(bucket, key); ok {
 		return !e.deleted
 	}
-	if c, ok := t.cache[bucket][key]; ok {
+	if c, ok := t.known(bucket, key, false); ok {
 		return c.present
 	}
 	var v []byte
@@ -311,6 +408,24 @@ const (
 // baseScan calls fn for PostgreSQL's keys of bucket with prefix, in order
 // (desc: in reverse), chunk by chunk.
 func (t *tx) baseScan(bucket, prefix string, desc bool, fn func(r row) error) error {
+	if rows, ok := t.scanned(bucket, prefix); ok {
+		i, _ := slices.BinarySearchFunc(rows, prefix, func(r row, p string) int { return strings.Compare(r.k, p) })
+		j := i
+		for j < len(rows) && strings.HasPrefix(rows[j].k, prefix) {
+			j++
+		}
+		rows = rows[i:j]
+		for n := range rows {
+			r := rows[n]
+			if desc {
+				r = rows[len(rows)-1-n]
+			}
+			if err := fn(row{k: r.k, v: bytes.Clone(r.v)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	lo, hi := []byte(prefix), kv.PrefixEnd([]byte(prefix))
 	for limit := firstChunk; ; limit = min(limit*4, maxChunk) {
 		var sql string
@@ -351,6 +466,28 @@ func (t *tx) baseScan(bucket, prefix string, desc bool, fn func(r row) error) er
 			lo = append([]byte(k), 0)
 		}
 	}
+}
+
+// scanned returns the server's rows of a family read whole that holds
+// every key with prefix, reading the family whole once it has been scanned
+// or looked up wholeAfter times.
+func (t *tx) scanned(bucket, prefix string) ([]row, bool) {
+	f := family{bucket, ""}
+	if i := strings.IndexByte(prefix, '/'); i >= 0 {
+		f.prefix = prefix[:i+1]
+	}
+	for _, g := range []family{f, {bucket, ""}} {
+		if t.loaded[g] {
+			return t.rows[g], true
+		}
+	}
+	if t.lookups == nil {
+		t.lookups, t.loaded = map[family]int{}, map[family]bool{}
+	}
+	if t.lookups[f]++; t.lookups[f] != wholeAfter || t.loadFamily(f) != nil || !t.loaded[f] {
+		return nil, false
+	}
+	return t.rows[f], true
 }
 
 // errStopped ends a base scan whose consumer is done.

@@ -272,3 +272,81 @@ func TestSerializationFailureOfFirstStatementIsRetried(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBulkReads: a transaction that looks up or scans many keys of one
+// family (the part of the key before its first '/') reads the family whole
+// once and answers the rest itself, correctly for keys that exist, keys
+// that do not, its own writes and deletions, and prefix scans both ways.
+func TestBulkReads(t *testing.T) {
+	s, ex := openTraced(t)
+	if err := s.Update(func(tx kv.Tx) error {
+		for i := range 300 {
+			if err := tx.Put("one", fmt.Sprintf("r/%03d", i), []byte(fmt.Sprint("v", i))); err != nil {
+				return err
+			}
+		}
+		return tx.Put("one", "s/other", []byte("x"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ex.take(t, 1)
+	err := s.Update(func(tx kv.Tx) error {
+		if err := tx.Put("one", "r/100", []byte("mine")); err != nil {
+			return err
+		}
+		if err := tx.Delete("one", "r/101"); err != nil {
+			return err
+		}
+		for i := range 600 {
+			k := fmt.Sprintf("r/%03d", i)
+			v, err := tx.Get("one", k)
+			switch {
+			case i == 100:
+				if string(v) != "mine" {
+					t.Errorf("Get of a key written in the transaction = %q %v", v, err)
+				}
+			case i == 101 || i >= 300:
+				if !errors.Is(err, kv.ErrNotFound) || tx.Has("one", k) {
+					t.Errorf("%s: Get = %q %v, Has %v: want absent", k, v, err, tx.Has("one", k))
+				}
+			case err != nil || string(v) != fmt.Sprint("v", i):
+				t.Errorf("Get(%s) = %q %v", k, v, err)
+			}
+		}
+		var keys []string
+		if err := tx.ForEach("one", "r/09", func(k string, v []byte) error {
+			keys = append(keys, k)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(keys) != 10 || keys[0] != "r/090" || keys[9] != "r/099" {
+			t.Errorf("ForEach r/09 = %q", keys)
+		}
+		keys = nil
+		if err := tx.ForEach("one", "r/10", func(k string, v []byte) error {
+			keys = append(keys, k+"="+string(v))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(keys) != 9 || keys[0] != "r/100=mine" || keys[1] != "r/102=v102" {
+			t.Errorf("ForEach r/10 (with a write and a deletion) = %q", keys)
+		}
+		if k, v, err := tx.Last("one", "r/"); err != nil || k != "r/299" || string(v) != "v299" {
+			t.Errorf("Last r/ = %q %q %v", k, v, err)
+		}
+		if !tx.Has("one", "s/other") {
+			t.Error("another family's key is missing")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600 lookups and the scans took the first wholeAfter lookups, one read
+	// of the family, and a handful of other statements; not 600.
+	if n := len(ex.take(t, 1)); n > wholeAfter+10 {
+		t.Fatalf("%d round trips for 600 lookups of one family", n)
+	}
+}
