@@ -380,3 +380,51 @@ func TestLoadSizesTaskGraph(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLoadDecodesOnce checks that loading an unchanged plan again returns
+// the record decoded the first time (the CLI checks a plan, then its runner
+// loads it: a second each at 100,000 tasks), and that a changed record, or
+// another plan, is decoded afresh.
+func TestLoadDecodesOnce(t *testing.T) {
+	path := testStorePath(t)
+	p, err := planner.Build(planner.GenInput("chain", 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Record{UID: "20260101-000000-0001", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Plan: p}
+	b := &Record{UID: "20260101-000000-0002", CreatedAt: a.CreatedAt, Plan: p}
+	update(t, path, func(tx *store.Tx) error {
+		if err := Save(tx, a); err != nil {
+			return err
+		}
+		return Save(tx, b)
+	})
+	load := func(tx *store.Tx, uid string) *Record {
+		t.Helper()
+		rec, err := Load(tx, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	var first *Record
+	view(t, path, func(tx *store.Tx) error {
+		first = load(tx, a.UID)
+		if load(tx, a.UID) != first {
+			t.Error("an unchanged plan was decoded again")
+		}
+		if got := load(tx, b.UID); got == first || got.UID != b.UID {
+			t.Errorf("plan %s loaded as %s", b.UID, got.UID)
+		}
+		return nil
+	})
+	changed := *a
+	changed.Selection = []string{"role=web"}
+	update(t, path, func(tx *store.Tx) error { return Save(tx, &changed) })
+	view(t, path, func(tx *store.Tx) error {
+		if got := load(tx, a.UID); got == first || len(got.Selection) != 1 {
+			t.Errorf("a changed plan record loaded as %+v, the record decoded before it changed", got.Selection)
+		}
+		return nil
+	})
+}
