@@ -163,7 +163,15 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	// What a run that died left behind goes before anything starts: its
 	// scripts (which must never run beside their resumed copies) and its
 	// private files (which hold secrets).
-	sdb.fence = func(tx *store.Tx) error { return fence(tx, r.UID, token) }
+	sdb.fence = func(tx *store.Tx) error {
+		// The records every write of the run reads: its claim (fence),
+		// a stop request (checkStop) and the edit count (lookForEdits).
+		if err := tx.Prefetch(store.Key{Bucket: store.Plans, Key: runnerKey(r.UID)}, store.Key{Bucket: store.Plans, Key: stopKey(r.UID)},
+			store.Key{Bucket: store.Plans, Key: editKey(r.UID)}); err != nil {
+			return err
+		}
+		return fence(tx, r.UID, token)
+	}
 	if err := r.killOrphans(sdb, leftover); err != nil {
 		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
 		return nil, nil, err
@@ -1005,6 +1013,10 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	}
 	info := ex.infos[id]
 	n := info.node
+	// What the commit below reads, at once where reads cost a round trip.
+	if err := tx.Prefetch(resources.CommitKeys(n.Resource, staging.Key(n.Resource, n.Action))...); err != nil {
+		return err
+	}
 	cat := resources.NewCatalog(tx)
 	ex.keepResource(cat, tx, info)
 	stg := staging.New(cat, ex.r.Now)

@@ -244,3 +244,16 @@ func (c *Catalog) foldSensitive(r *Resource, conns []Connection, only string, de
 	}
 	return out, nil
 }
+
+// CommitKeys are the records a commit of one of resource's staged entries
+// (stagedKey) reads: the resource, its entry, its committed snapshot, its
+// effective values and their sensitivity. A runner prefetches them.
+func CommitKeys(resource, stagedKey string) []store.Key {
+	return []store.Key{
+		{Bucket: store.Resources, Key: resource},
+		{Bucket: store.Staged, Key: stagedKey},
+		{Bucket: store.Committed, Key: resource},
+		{Bucket: store.Effective, Key: resource},
+		{Bucket: store.Effective, Key: sensKey(resource)},
+	}
+}

@@ -247,6 +247,19 @@ func (t *Tx) Last(bucket, prefix string) (string, []byte, error) { return t.t.La
 // used for ordering (staging order, rule order) and survives restarts.
 func (t *Tx) NextSequence(bucket string) (uint64, error) { return t.t.NextSequence(bucket) }
 
+// Key names a key of a bucket.
+type Key = kv.Key
+
+// Prefetch tells the store that the transaction is about to read keys, so
+// that a backend whose reads cost a round trip each (PostgreSQL) fetches
+// them at once. It changes nothing that reads return.
+func (t *Tx) Prefetch(keys ...Key) error {
+	if p, ok := t.t.(interface{ Prefetch(keys ...kv.Key) error }); ok {
+		return p.Prefetch(keys...)
+	}
+	return nil
+}
+
 // LockHeld reports whether some process holds the store lock name (see
 // OpenLocks); known is false when the backend cannot tell (bbolt: its
 // processes share a machine, and pids tell).

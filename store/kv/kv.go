@@ -105,6 +105,9 @@ func Named(location string, err error) error {
 	return &DamagedError{Path: location, Detail: err.Error()}
 }
 
+// Key names a key of a bucket.
+type Key struct{ Bucket, Key string }
+
 // PrefixEnd returns the least key greater than every key with prefix p, or
 // nil when there is none (p empty or all 0xff): a scan of the prefix then
 // has no upper bound.

@@ -19,19 +19,20 @@ import (
 // statements are the SQL of one schema, built once at Open. pgx prepares
 // and caches each on the connections that run it.
 type statements struct {
-	schema string // quoted
-	ready  string
-	get    string
-	has    string
-	scan   string // key >= lo AND key < hi, ascending
-	scanLo string // key >= lo, ascending: the prefix has no upper bound
-	last   string // key >= lo AND key < hi, descending
-	lastLo string
-	put1   string
-	upsert string
-	delete string
-	seq    string
-	setSeq string
+	schema  string // quoted
+	ready   string
+	get     string
+	getMany string
+	has     string
+	scan    string // key >= lo AND key < hi, ascending
+	scanLo  string // key >= lo, ascending: the prefix has no upper bound
+	last    string // key >= lo AND key < hi, descending
+	lastLo  string
+	put1    string
+	upsert  string
+	delete  string
+	seq     string
+	setSeq  string
 }
 
 func newStatements(schema string) statements {
@@ -40,7 +41,8 @@ func newStatements(schema string) statements {
 		schema: schema,
 		ready: "SELECT (SELECT max(version) FROM " + schema + ".solar_layout), " +
 			"(SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = 'schema_version'::bytea)",
-		get: "SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		get:     "SELECT value FROM " + kvt + " WHERE bucket = $1 AND key = $2",
+		getMany: "SELECT t.bucket, t.key, t.value FROM " + kvt + " AS t JOIN unnest($1::text[], $2::bytea[]) AS u(b, k) ON t.bucket = u.b AND t.key = u.k",
 		// A small value comes with the answer, for the Get that often
 		// follows a Has; a large one stays on the server.
 		has:    "SELECT CASE WHEN octet_length(value) <= " + strconv.Itoa(hasValueMax) + " THEN value END FROM " + kvt + " WHERE bucket = $1 AND key = $2",
@@ -303,6 +305,50 @@ func (t *tx) loadFamily(f family) error {
 		t.rows = map[family][]row{}
 	}
 	t.rows[f] = rows // in key order: the query sorts them
+	return nil
+}
+
+// Prefetch reads keys, of any buckets, in one round trip into the
+// transaction's cache, for the Gets and Hases that follow (a runner's
+// commit reads the same few records of its task every time).
+func (t *tx) Prefetch(keys ...kv.Key) error {
+	var buckets []string
+	var ask [][]byte
+	for _, k := range keys {
+		t.check(k.Bucket)
+		if _, ok := t.w.lookup(k.Bucket, k.Key); ok {
+			continue
+		}
+		if c, ok := t.cache[k.Bucket][k.Key]; ok && (c.v != nil || !c.present) {
+			continue
+		}
+		buckets, ask = append(buckets, k.Bucket), append(ask, []byte(k.Key))
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	found := map[kv.Key][]byte{}
+	err := t.read(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var b string
+			var k, v []byte
+			if err := rows.Scan(&b, &k, &v); err != nil {
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			found[kv.Key{Bucket: b, Key: string(k)}] = v
+		}
+		return nil
+	}, t.s.sql.getMany, buckets, ask)
+	if err != nil {
+		return t.failed("get", err)
+	}
+	for i, k := range ask {
+		v, ok := found[kv.Key{Bucket: buckets[i], Key: string(k)}]
+		t.remember(buckets[i], string(k), cached{v: v, present: ok})
+	}
 	return nil
 }
 

@@ -350,3 +350,47 @@ func TestBulkReads(t *testing.T) {
 		t.Fatalf("%d round trips for 600 lookups of one family", n)
 	}
 }
+
+// TestPrefetch: keys of several buckets come in one round trip, and the
+// reads after it are answered from what it brought: present, absent, and
+// keys the transaction wrote itself, which it does not ask for.
+func TestPrefetch(t *testing.T) {
+	s, ex := openTraced(t)
+	if err := s.Update(func(tx kv.Tx) error {
+		if err := tx.Put("one", "a", []byte("1")); err != nil {
+			return err
+		}
+		return tx.Put("meta", "m", []byte("2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ex.take(t, 1)
+	if err := s.Update(func(tx kv.Tx) error {
+		if err := tx.Put("one", "mine", []byte("3")); err != nil {
+			return err
+		}
+		p := tx.(interface{ Prefetch(...kv.Key) error })
+		if err := p.Prefetch(kv.Key{Bucket: "one", Key: "a"}, kv.Key{Bucket: "meta", Key: "m"},
+			kv.Key{Bucket: "one", Key: "missing"}, kv.Key{Bucket: "one", Key: "mine"}); err != nil {
+			return err
+		}
+		if n := len(ex.take(t, 1)); n != 1 {
+			t.Errorf("prefetch of keys of two buckets took %d round trips", n)
+		}
+		for _, c := range []struct{ b, k, want string }{{"one", "a", "1"}, {"meta", "m", "2"}, {"one", "missing", ""}, {"one", "mine", "3"}} {
+			v, err := tx.Get(c.b, c.k)
+			if c.want == "" && !errors.Is(err, kv.ErrNotFound) || c.want != "" && string(v) != c.want {
+				t.Errorf("Get(%s, %s) = %q %v after prefetch, want %q", c.b, c.k, v, err, c.want)
+			}
+		}
+		if tx.Has("one", "missing") || !tx.Has("one", "a") {
+			t.Error("Has disagrees with the prefetch")
+		}
+		if got := ex.take(t, 0); len(got) != 0 {
+			t.Errorf("reads after the prefetch went to the server: %q", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
