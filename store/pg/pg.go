@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,10 +159,27 @@ func (s *Store) fail(op string, err error) error {
 type reason struct{ ce *pgconn.ConnectError }
 
 func (r reason) Error() string {
-	if err := r.ce.Unwrap(); err != nil {
-		return err.Error()
+	err := r.ce.Unwrap()
+	if err == nil {
+		return r.ce.Error()
 	}
-	return r.ce.Error()
+	// pgx tries each address (and TLS, then not) and joins the failures:
+	// say each different one once.
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		many, ok := e.(interface{ Unwrap() []error })
+		if !ok {
+			continue
+		}
+		var parts []string
+		for _, p := range many.Unwrap() {
+			if m := p.Error(); !slices.Contains(parts, m) {
+				parts = append(parts, m)
+			}
+		}
+		return strings.Replace(msg, e.Error(), strings.Join(parts, "; "), 1)
+	}
+	return msg
 }
 
 func (r reason) Unwrap() error { return r.ce }

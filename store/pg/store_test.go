@@ -121,6 +121,7 @@ func TestConnectErrorsAreOneLineAndRedacted(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ name, url, want string }{
 		{"no server", "postgres://alice:s3cret@/solar?host=" + dir + "/nothing", "cannot connect"},
+		{"no server on TCP", "postgres://alice:s3cret@127.0.0.1:1/solar?connect_timeout=2", "connection refused"},
 		{"no role", strings.Replace(db, "user=postgres", "user=nobody_here", 1) + "&password=s3cret", `role "nobody_here" does not exist`},
 		{"no database", "postgres://postgres:s3cret@/x_missing?" + strings.SplitN(db, "?", 2)[1], `database "x_missing" does not exist`},
 	} {
@@ -132,6 +133,13 @@ func TestConnectErrorsAreOneLineAndRedacted(t *testing.T) {
 			msg := err.Error()
 			if strings.Contains(msg, "s3cret") || !strings.Contains(msg, "xxxxx") || strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {
 				t.Errorf("error %q: want one line naming the redacted URL and %q", msg, c.want)
+			}
+			// pgx tries twice (TLS, then not) and joins the failures:
+			// the reason is said once.
+			if _, reason, _ := strings.Cut(msg, ": cannot connect: "); reason != "" {
+				if tail := reason[max(0, len(reason)-40):]; strings.Count(reason, tail) > 1 {
+					t.Errorf("error %q says its reason more than once", msg)
+				}
 			}
 		})
 	}
