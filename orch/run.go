@@ -919,6 +919,12 @@ const lookFresh = 20 * time.Millisecond
 func (ex *execution) flushOnClose(db *store.DB) {
 	batch := ex.take()
 	err := db.Update(func(tx *store.Tx) error {
+		// Called with the shared store held: its fence, by hand.
+		if ex.sdb.fence != nil {
+			if err := ex.sdb.fence(tx); err != nil {
+				return err
+			}
+		}
 		if err := ex.write(tx, batch); err != nil {
 			return err
 		}
