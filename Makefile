@@ -15,7 +15,7 @@ race:
 
 # Benchmarks for the SPEC section 10 targets; compare runs with benchstat.
 bench:
-	go test -run='^$$' -bench=. -benchmem -benchtime=3x ./planner/ ./orch/... ./staging/ ./events/ ./tags/ ./resources/...
+	go test -run='^$$' -bench=. -benchmem -benchtime=3x ./planner/ ./orch/... ./staging/ ./events/ ./tags/ ./resources/... ./store/...
 
 lint:
 	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
