@@ -247,7 +247,7 @@ func (s *Store) View(fn func(kv.Tx) error) (err error) {
 		// may need to remap the file, which waits for open transactions.
 		s.jr.mu.RLock()
 		defer s.jr.mu.RUnlock()
-		if s.jr.pending.size() > 0 {
+		if s.jr.pending.Len() > 0 {
 			pending = &s.jr.pending
 		}
 	}

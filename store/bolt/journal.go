@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
-	"slices"
 	"sync"
 	"syscall"
 
@@ -43,7 +42,7 @@ type journal struct {
 }
 
 // Checkpoint thresholds: enough to fold a few hundred tasks at once, small
-// enough that the sorted pending keys stay cheap to insert into.
+// enough that a scan merging them with the file stays cheap.
 const (
 	checkpointEntries = 4096
 	checkpointBytes   = 8 << 20
@@ -77,7 +76,7 @@ func (s *Store) openJournal() error {
 		}
 		var o overlay
 		replay(data, &o)
-		if o.size() > 0 {
+		if o.Len() > 0 {
 			if err := s.db.Update(func(btx *bbolt.Tx) error { return fold(btx, &o) }); err != nil {
 				return err
 			}
@@ -142,7 +141,7 @@ func replay(data []byte, o *overlay) int {
 		if !decodeRecord(payload, &w) {
 			break
 		}
-		o.merge(&w)
+		o.Merge(&w)
 		data = data[12+size:]
 		n++
 	}
@@ -173,21 +172,21 @@ func decodeRecord(p []byte, o *overlay) bool {
 				return false
 			}
 			if op == opDelete {
-				o.set(bucket, key, nil, true)
+				o.Set(bucket, key, nil, true)
 				continue
 			}
 			v, ok := next()
 			if !ok {
 				return false
 			}
-			o.set(bucket, key, []byte(v), false)
+			o.Set(bucket, key, []byte(v), false)
 		case opSeq:
 			n, k := binary.Uvarint(p)
 			if k <= 0 {
 				return false
 			}
 			p = p[k:]
-			o.setSeq(bucket, n)
+			o.SetSeq(bucket, n)
 		default:
 			return false
 		}
@@ -202,11 +201,10 @@ func encode(buf []byte, w *overlay) []byte {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
 	}
-	for _, b := range sortedKeys(w.buckets) {
-		l := w.buckets[b]
-		for _, k := range l.keys {
-			v := l.vals[k]
-			if v.deleted {
+	for _, b := range w.Buckets() {
+		for _, k := range w.Keys(b, "") {
+			v, _ := w.Lookup(b, k)
+			if v.Deleted {
 				buf = append(buf, opDelete)
 				str(b)
 				str(k)
@@ -215,14 +213,15 @@ func encode(buf []byte, w *overlay) []byte {
 			buf = append(buf, opPut)
 			str(b)
 			str(k)
-			buf = binary.AppendUvarint(buf, uint64(len(v.v)))
-			buf = append(buf, v.v...)
+			buf = binary.AppendUvarint(buf, uint64(len(v.V)))
+			buf = append(buf, v.V...)
 		}
 	}
-	for _, b := range sortedKeys(w.seqs) {
+	for _, b := range w.SeqBuckets() {
+		n, _ := w.Seq(b)
 		buf = append(buf, opSeq)
 		str(b)
-		buf = binary.AppendUvarint(buf, w.seqs[b])
+		buf = binary.AppendUvarint(buf, n)
 	}
 	le := binary.LittleEndian
 	le.PutUint32(buf, recordMagic)
@@ -231,38 +230,29 @@ func encode(buf []byte, w *overlay) []byte {
 	return buf
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // fold writes o into the file, key by key in order.
 func fold(btx *bbolt.Tx, o *overlay) error {
-	for _, name := range sortedKeys(o.buckets) {
+	for _, name := range o.Buckets() {
 		b := btx.Bucket([]byte(name))
 		if b == nil {
 			return kv.Damagedf("the journal names bucket %q, which the store does not have", name)
 		}
 		b.FillPercent = fillPercent
-		l := o.buckets[name]
-		for _, k := range l.keys {
-			v := l.vals[k]
+		for _, k := range o.Keys(name, "") {
+			v, _ := o.Lookup(name, k)
 			var err error
-			if v.deleted {
+			if v.Deleted {
 				err = b.Delete([]byte(k))
 			} else {
-				err = b.Put([]byte(k), v.v)
+				err = b.Put([]byte(k), v.V)
 			}
 			if err != nil {
 				return err
 			}
 		}
 	}
-	for name, n := range o.seqs {
+	for _, name := range o.SeqBuckets() {
+		n, _ := o.Seq(name)
 		b := btx.Bucket([]byte(name))
 		if b == nil {
 			return kv.Damagedf("the journal names bucket %q, which the store does not have", name)
@@ -287,7 +277,7 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 	err := s.db.View(func(btx *bbolt.Tx) error {
 		return fn(&overlayTx{base: &tx{tx: btx}, layers: []*overlay{w, &j.pending}, w: w})
 	})
-	if err != nil || w.size() == 0 {
+	if err != nil || w.Len() == 0 {
 		return err
 	}
 	j.buf = encode(j.buf, w)
@@ -306,8 +296,8 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 	if cap(j.buf) > 1<<20 {
 		j.buf = nil
 	}
-	j.pending.merge(w)
-	if j.pending.size() >= checkpointEntries || j.pending.bytes >= checkpointBytes {
+	j.pending.Merge(w)
+	if j.pending.Len() >= checkpointEntries || j.pending.Bytes() >= checkpointBytes {
 		return s.checkpointLocked()
 	}
 	return nil
@@ -323,7 +313,7 @@ func (s *Store) checkpoint() error {
 
 func (s *Store) checkpointLocked() error {
 	j := s.jr
-	if j.pending.size() == 0 {
+	if j.pending.Len() == 0 {
 		return nil
 	}
 	if err := s.db.Update(func(btx *bbolt.Tx) error { return fold(btx, &j.pending) }); err != nil {
@@ -341,7 +331,7 @@ func (s *Store) checkpointLocked() error {
 		}
 	}
 	j.end = 0
-	j.pending.reset()
+	j.pending.Reset()
 	return nil
 }
 

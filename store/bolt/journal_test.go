@@ -284,8 +284,8 @@ func TestJournalTornTail(t *testing.T) {
 	var records [][]byte
 	for i := range 3 {
 		w := &overlay{}
-		w.set("one", fmt.Sprint("k", i), []byte(strings.Repeat("x", 10+i)), false)
-		w.setSeq("two", uint64(i+1))
+		w.Set("one", fmt.Sprint("k", i), []byte(strings.Repeat("x", 10+i)), false)
+		w.SetSeq("two", uint64(i+1))
 		records = append(records, encode(nil, w))
 	}
 	whole := slices.Concat(records...)
@@ -334,7 +334,7 @@ func TestReadOnlyOpenFoldsJournal(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "solar.db")
 	mustOpen(t, p, false).Close()
 	w := &overlay{}
-	w.set("one", "from-journal", []byte("yes"), false)
+	w.Set("one", "from-journal", []byte("yes"), false)
 	if err := os.WriteFile(journalPath(p), encode(nil, w), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -362,8 +362,8 @@ func TestJournalCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		maxEnd = max(maxEnd, s.jr.end)
-		if s.jr.pending.size() >= checkpointEntries {
-			t.Fatalf("after %d commits %d writes are pending", i+1, s.jr.pending.size())
+		if s.jr.pending.Len() >= checkpointEntries {
+			t.Fatalf("after %d commits %d writes are pending", i+1, s.jr.pending.Len())
 		}
 	}
 	st, err := os.Stat(journalPath(p))

@@ -4,92 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/solarops/solar/store/kv"
 )
 
-// overlay is a set of writes not yet in the bbolt file: per bucket, the new
-// value of each key (nil for a deletion) with the keys kept sorted for
-// prefix scans, and the buckets' sequence counters.
-type overlay struct {
-	buckets map[string]*layer
-	seqs    map[string]uint64
-	entries int
-	bytes   int
-}
-
-type layer struct {
-	vals map[string]val
-	keys []string // sorted
-}
-
-type val struct {
-	v       []byte
-	deleted bool
-}
-
-func (o *overlay) size() int { return o.entries + len(o.seqs) }
-
-func (o *overlay) reset() { *o = overlay{} }
-
-func (o *overlay) layer(bucket string, create bool) *layer {
-	l := o.buckets[bucket]
-	if l == nil && create {
-		if o.buckets == nil {
-			o.buckets = map[string]*layer{}
-		}
-		l = &layer{vals: map[string]val{}}
-		o.buckets[bucket] = l
-	}
-	return l
-}
-
-// set records a put (v != nil) or a deletion (v == nil) of key.
-func (o *overlay) set(bucket, key string, v []byte, deleted bool) {
-	l := o.layer(bucket, true)
-	if old, ok := l.vals[key]; ok {
-		o.bytes -= len(old.v)
-	} else {
-		i, _ := slices.BinarySearch(l.keys, key)
-		l.keys = slices.Insert(l.keys, i, key)
-		o.entries++
-		o.bytes += len(key) + len(bucket)
-	}
-	l.vals[key] = val{v: v, deleted: deleted}
-	o.bytes += len(v)
-}
-
-// setSeq records the bucket's counter's new value.
-func (o *overlay) setSeq(bucket string, n uint64) {
-	if o.seqs == nil {
-		o.seqs = map[string]uint64{}
-	}
-	o.seqs[bucket] = n
-}
-
-// lookup returns the overlay's word on key: ok false when it has none.
-func (o *overlay) lookup(bucket, key string) (val, bool) {
-	l := o.layer(bucket, false)
-	if l == nil {
-		return val{}, false
-	}
-	v, ok := l.vals[key]
-	return v, ok
-}
-
-// merge moves every write of w into o (w is newer).
-func (o *overlay) merge(w *overlay) {
-	for b, l := range w.buckets {
-		for _, k := range l.keys {
-			v := l.vals[k]
-			o.set(b, k, v.v, v.deleted)
-		}
-	}
-	for b, n := range w.seqs {
-		o.setSeq(b, n)
-	}
-}
+// overlay is a set of writes not yet in the bbolt file (kv.Writes).
+type overlay = kv.Writes
 
 // overlayTx reads through its layers (newest first) to the bbolt
 // transaction below, and writes into the top layer, w. A view has no w.
@@ -101,28 +21,28 @@ type overlayTx struct {
 
 func (t *overlayTx) Writable() bool { return t.w != nil }
 
-func (t *overlayTx) lookup(bucket, key string) (val, bool) {
+func (t *overlayTx) lookup(bucket, key string) (kv.Entry, bool) {
 	for _, o := range t.layers {
-		if v, ok := o.lookup(bucket, key); ok {
+		if v, ok := o.Lookup(bucket, key); ok {
 			return v, true
 		}
 	}
-	return val{}, false
+	return kv.Entry{}, false
 }
 
 func (t *overlayTx) Get(bucket, key string) ([]byte, error) {
 	if v, ok := t.lookup(bucket, key); ok {
-		if v.deleted {
+		if v.Deleted {
 			return nil, kv.ErrNotFound
 		}
-		return bytes.Clone(v.v), nil
+		return bytes.Clone(v.V), nil
 	}
 	return t.base.Get(bucket, key)
 }
 
 func (t *overlayTx) Has(bucket, key string) bool {
 	if v, ok := t.lookup(bucket, key); ok {
-		return !v.deleted
+		return !v.Deleted
 	}
 	return t.base.Has(bucket, key)
 }
@@ -135,7 +55,7 @@ func (t *overlayTx) Put(bucket, key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	t.w.set(bucket, key, bytes.Clone(value), false)
+	t.w.Set(bucket, key, bytes.Clone(value), false)
 	return nil
 }
 
@@ -144,7 +64,7 @@ func (t *overlayTx) Delete(bucket, key string) error {
 		return kv.ErrReadOnly
 	}
 	t.base.bucket(bucket)
-	t.w.set(bucket, key, nil, true)
+	t.w.Set(bucket, key, nil, true)
 	return nil
 }
 
@@ -154,13 +74,13 @@ func (t *overlayTx) NextSequence(bucket string) (uint64, error) {
 	}
 	n, _ := t.Sequence(bucket)
 	n++
-	t.w.setSeq(bucket, n)
+	t.w.SetSeq(bucket, n)
 	return n, nil
 }
 
 func (t *overlayTx) Sequence(bucket string) (uint64, error) {
 	for _, o := range t.layers {
-		if n, ok := o.seqs[bucket]; ok {
+		if n, ok := o.Seq(bucket); ok {
 			return n, nil
 		}
 	}
@@ -172,32 +92,22 @@ func (t *overlayTx) SetSequence(bucket string, n uint64) error {
 		return kv.ErrReadOnly
 	}
 	t.base.bucket(bucket)
-	t.w.setSeq(bucket, n)
+	t.w.SetSeq(bucket, n)
 	return nil
 }
 
 // pending returns the overlay's keys with prefix in order, each with the
 // newest layer's word on it.
-func (t *overlayTx) pending(bucket, prefix string) ([]string, []val) {
+func (t *overlayTx) pending(bucket, prefix string) ([]string, []kv.Entry) {
 	var keys []string
 	for _, o := range t.layers {
-		l := o.layer(bucket, false)
-		if l == nil {
-			continue
-		}
-		i, _ := slices.BinarySearch(l.keys, prefix)
-		for _, k := range l.keys[i:] {
-			if !strings.HasPrefix(k, prefix) {
-				break
-			}
-			keys = append(keys, k)
-		}
+		keys = append(keys, o.Keys(bucket, prefix)...)
 	}
 	if len(t.layers) > 1 {
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
 	}
-	vals := make([]val, len(keys))
+	vals := make([]kv.Entry, len(keys))
 	for i, k := range keys {
 		vals[i], _ = t.lookup(bucket, k)
 	}
@@ -214,10 +124,10 @@ func (t *overlayTx) ForEach(bucket, prefix string, fn func(key string, value []b
 	// limit is ""), skipping deletions.
 	emit := func(limit string, all bool) error {
 		for ; i < len(keys) && (all || keys[i] < limit); i++ {
-			if vals[i].deleted {
+			if vals[i].Deleted {
 				continue
 			}
-			if err := fn(keys[i], vals[i].v); err != nil {
+			if err := fn(keys[i], vals[i].V); err != nil {
 				i++
 				return err
 			}
@@ -231,10 +141,10 @@ func (t *overlayTx) ForEach(bucket, prefix string, fn func(key string, value []b
 		}
 		if i < len(keys) && keys[i] == k {
 			i++
-			if vals[i-1].deleted {
+			if vals[i-1].Deleted {
 				return nil
 			}
-			v = vals[i-1].v
+			v = vals[i-1].V
 		}
 		if err := fn(k, v); err != nil {
 			stopped = true
@@ -264,8 +174,8 @@ func (t *overlayTx) Last(bucket, prefix string) (string, []byte, error) {
 		found bool
 	)
 	for j := len(keys) - 1; j >= 0; j-- {
-		if !vals[j].deleted {
-			ok, ov, found = keys[j], vals[j].v, true
+		if !vals[j].Deleted {
+			ok, ov, found = keys[j], vals[j].V, true
 			break
 		}
 	}
@@ -274,7 +184,7 @@ func (t *overlayTx) Last(bucket, prefix string) (string, []byte, error) {
 		return "", nil, err
 	}
 	if err == nil {
-		if v, hit := t.lookup(bucket, bk); hit && v.deleted {
+		if v, hit := t.lookup(bucket, bk); hit && v.Deleted {
 			// Rare: the file's last key is deleted; walk the merged view.
 			var (
 				lk   string
@@ -294,7 +204,7 @@ func (t *overlayTx) Last(bucket, prefix string) (string, []byte, error) {
 		}
 		if !found || bk > ok {
 			if v, hit := t.lookup(bucket, bk); hit {
-				bv = bytes.Clone(v.v)
+				bv = bytes.Clone(v.V)
 			}
 			return bk, bv, nil
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,7 +90,7 @@ type tx struct {
 	// statement; empty once sent.
 	begin    string
 	writable bool
-	w        writes
+	w        kv.Writes
 	cache    map[string]map[string]cached // bucket -> key -> what PostgreSQL said
 	seqs     map[string]uint64            // bucket -> its counter in PostgreSQL
 	// lookups counts the point reads that went to the server per family
@@ -316,7 +315,7 @@ func (t *tx) Prefetch(keys ...kv.Key) error {
 	var ask [][]byte
 	for _, k := range keys {
 		t.check(k.Bucket)
-		if _, ok := t.w.lookup(k.Bucket, k.Key); ok {
+		if _, ok := t.w.Lookup(k.Bucket, k.Key); ok {
 			continue
 		}
 		if c, ok := t.cache[k.Bucket][k.Key]; ok && (c.v != nil || !c.present) {
@@ -354,11 +353,11 @@ func (t *tx) Prefetch(keys ...kv.Key) error {
 
 func (t *tx) Get(bucket, key string) ([]byte, error) {
 	t.check(bucket)
-	if e, ok := t.w.lookup(bucket, key); ok {
-		if e.deleted {
+	if e, ok := t.w.Lookup(bucket, key); ok {
+		if e.Deleted {
 			return nil, kv.ErrNotFound
 		}
-		return bytes.Clone(e.v), nil
+		return bytes.Clone(e.V), nil
 	}
 	if c, ok := t.known(bucket, key, true); ok {
 		if !c.present {
@@ -391,8 +390,8 @@ func (t *tx) Get(bucket, key string) ([]byte, error) {
 
 func (t *tx) Has(bucket, key string) bool {
 	t.check(bucket)
-	if e, ok := t.w.lookup(bucket, key); ok {
-		return !e.deleted
+	if e, ok := t.w.Lookup(bucket, key); ok {
+		return !e.Deleted
 	}
 	if c, ok := t.known(bucket, key, false); ok {
 		return c.present
@@ -424,7 +423,7 @@ func (t *tx) Put(bucket, key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	t.w.set(bucket, key, bytes.Clone(value), false)
+	t.w.Set(bucket, key, bytes.Clone(value), false)
 	return nil
 }
 
@@ -433,7 +432,7 @@ func (t *tx) Delete(bucket, key string) error {
 		return kv.ErrReadOnly
 	}
 	t.check(bucket)
-	t.w.set(bucket, key, nil, true)
+	t.w.Set(bucket, key, nil, true)
 	return nil
 }
 
@@ -550,17 +549,17 @@ func (t *tx) ForEach(bucket, prefix string, fn func(key string, value []byte) er
 		}
 		return nil
 	}
-	keys := t.w.keys(bucket, prefix)
+	keys := t.w.Keys(bucket, prefix)
 	i := 0
 	// emit sends the pending keys below limit (all when all), skipping
 	// deletions.
 	emit := func(limit string, all bool) error {
 		for ; i < len(keys) && (all || keys[i] < limit); i++ {
-			e, _ := t.w.lookup(bucket, keys[i])
-			if e.deleted {
+			e, _ := t.w.Lookup(bucket, keys[i])
+			if e.Deleted {
 				continue
 			}
-			if err := call(keys[i], e.v); err != nil {
+			if err := call(keys[i], e.V); err != nil {
 				i++
 				return err
 			}
@@ -573,11 +572,11 @@ func (t *tx) ForEach(bucket, prefix string, fn func(key string, value []byte) er
 		}
 		if i < len(keys) && keys[i] == r.k {
 			i++
-			e, _ := t.w.lookup(bucket, r.k)
-			if e.deleted {
+			e, _ := t.w.Lookup(bucket, r.k)
+			if e.Deleted {
 				return nil
 			}
-			r.v = e.v
+			r.v = e.V
 		}
 		return call(r.k, r.v)
 	})
@@ -605,10 +604,10 @@ func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
 	var pk string
 	var pv []byte
 	pending := false
-	keys := t.w.keys(bucket, prefix)
+	keys := t.w.Keys(bucket, prefix)
 	for j := len(keys) - 1; j >= 0; j-- {
-		if e, _ := t.w.lookup(bucket, keys[j]); !e.deleted {
-			pk, pv, pending = keys[j], e.v, true
+		if e, _ := t.w.Lookup(bucket, keys[j]); !e.Deleted {
+			pk, pv, pending = keys[j], e.V, true
 			break
 		}
 	}
@@ -618,11 +617,11 @@ func (t *tx) Last(bucket, prefix string) (string, []byte, error) {
 	var bv []byte
 	base := false
 	err := t.baseScan(bucket, prefix, true, func(r row) error {
-		if e, ok := t.w.lookup(bucket, r.k); ok {
-			if e.deleted {
+		if e, ok := t.w.Lookup(bucket, r.k); ok {
+			if e.Deleted {
 				return nil
 			}
-			r.v = e.v
+			r.v = e.V
 		}
 		bk, bv, base = r.k, r.v, true
 		return errStopped
@@ -673,13 +672,13 @@ func (t *tx) NextSequence(bucket string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	t.w.setSeq(bucket, n+1)
+	t.w.SetSeq(bucket, n+1)
 	return n + 1, nil
 }
 
 func (t *tx) Sequence(bucket string) (uint64, error) {
 	t.check(bucket)
-	if n, ok := t.w.seqs[bucket]; ok {
+	if n, ok := t.w.Seq(bucket); ok {
 		return n, nil
 	}
 	return t.baseSequence(bucket)
@@ -690,7 +689,7 @@ func (t *tx) SetSequence(bucket string, n uint64) error {
 		return kv.ErrReadOnly
 	}
 	t.check(bucket)
-	t.w.setSeq(bucket, n)
+	t.w.SetSeq(bucket, n)
 	return nil
 }
 
@@ -699,8 +698,7 @@ func (t *tx) SetSequence(bucket string, n uint64) error {
 // order, so that two transactions lock rows in the same order and deadlock
 // less.
 func (t *tx) flush(b *pgx.Batch) error {
-	for _, bucket := range slices.Sorted(maps.Keys(t.w.buckets)) {
-		p := t.w.buckets[bucket]
+	for _, bucket := range t.w.Buckets() {
 		var putK, putV, del [][]byte
 		size := 0
 		send := func() {
@@ -712,22 +710,22 @@ func (t *tx) flush(b *pgx.Batch) error {
 			}
 			putK, putV, del, size = nil, nil, nil, 0
 		}
-		for _, k := range p.sortedKeys() {
-			e := p.vals[k]
-			if e.deleted {
+		for _, k := range t.w.Keys(bucket, "") {
+			e, _ := t.w.Lookup(bucket, k)
+			if e.Deleted {
 				del = append(del, []byte(k))
 			} else {
-				putK, putV = append(putK, []byte(k)), append(putV, e.v)
+				putK, putV = append(putK, []byte(k)), append(putV, e.V)
 			}
-			size += len(k) + len(e.v)
+			size += len(k) + len(e.V)
 			if len(putK)+len(del) >= flushRows || size >= flushBytes {
 				send()
 			}
 		}
 		send()
 	}
-	for _, bucket := range slices.Sorted(maps.Keys(t.w.seqs)) {
-		n := t.w.seqs[bucket]
+	for _, bucket := range t.w.SeqBuckets() {
+		n, _ := t.w.Seq(bucket)
 		if n > 1<<63-1 {
 			return fmt.Errorf("sequence of %s: %d does not fit a bigint", bucket, n)
 		}
