@@ -351,6 +351,18 @@ func (t *tx) Prefetch(keys ...kv.Key) error {
 	return nil
 }
 
+// readOne runs a query of one key that answers with its value, if any.
+func (t *tx) readOne(sql, bucket, key string) (v []byte, found bool, err error) {
+	err = t.read(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		found = true
+		return rows.Scan(&v)
+	}, sql, bucket, []byte(key))
+	return v, found, err
+}
+
 func (t *tx) Get(bucket, key string) ([]byte, error) {
 	t.check(bucket)
 	if e, ok := t.w.Lookup(bucket, key); ok {
@@ -365,15 +377,7 @@ func (t *tx) Get(bucket, key string) ([]byte, error) {
 		}
 		return bytes.Clone(c.v), nil
 	}
-	var v []byte
-	found := false
-	err := t.read(func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return nil
-		}
-		found = true
-		return rows.Scan(&v)
-	}, t.s.sql.get, bucket, []byte(key))
+	v, found, err := t.readOne(t.s.sql.get, bucket, key)
 	if err != nil {
 		return nil, t.failed("get", err)
 	}
@@ -396,15 +400,7 @@ func (t *tx) Has(bucket, key string) bool {
 	if c, ok := t.known(bucket, key, false); ok {
 		return c.present
 	}
-	var v []byte
-	found := false
-	err := t.read(func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return nil
-		}
-		found = true
-		return rows.Scan(&v)
-	}, t.s.sql.has, bucket, []byte(key))
+	v, found, err := t.readOne(t.s.sql.has, bucket, key)
 	if err != nil {
 		_ = t.failed("has", err)
 		return false
