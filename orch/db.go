@@ -36,9 +36,10 @@ type sharedDB struct {
 	openedAt time.Time
 	timer    *time.Timer
 	gen      uint64 // of the idle check armed last
-	// beforeClose runs (with mu held, db open) just before an idle close,
-	// and at every idle check: the runner flushes buffered states there.
-	beforeClose func(db *store.DB)
+	// beforeClose runs (with mu held, db open) just before a close
+	// (closing true), and at every idle check: the runner flushes buffered
+	// states there.
+	beforeClose func(db *store.DB, closing bool)
 	// fence, when set, checks in every write transaction that this
 	// runner still owns its plan (claim.go).
 	fence func(tx *store.Tx) error
@@ -109,14 +110,14 @@ func (s *sharedDB) idleClose(gen uint64) {
 	// Idle is when the runner writes what it buffered (as it would before
 	// closing): the records of started attempts must reach the store soon.
 	if s.beforeClose != nil {
-		s.beforeClose(s.db)
+		s.beforeClose(s.db, false)
 	}
 	s.arm()
 }
 
 func (s *sharedDB) closeLocked() {
 	if s.beforeClose != nil {
-		s.beforeClose(s.db)
+		s.beforeClose(s.db, true)
 	}
 	_ = s.db.Close()
 	s.db = nil

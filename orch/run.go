@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/solarops/solar/events"
@@ -599,10 +600,14 @@ type execution struct {
 	// Seen only by the walker's goroutine (begin): how many times the
 	// store had been opened, and the plan's edit count, when the runner
 	// last looked; and the tasks other commands skipped, with the reason.
-	opens    uint64
-	looked   time.Time // when flush last looked for edits (shared stores)
-	edits    uint64
-	external map[string]string
+	opens  uint64
+	looked time.Time // when flush last looked for edits (shared stores)
+
+	// stopLooked is when an idle flush last looked for a stop request
+	// (unix nanoseconds).
+	stopLooked atomic.Int64
+	edits      uint64
+	external   map[string]string
 }
 
 func (ex *execution) closeStop() { ex.stopOnce.Do(func() { close(ex.stopped) }) }
@@ -910,14 +915,25 @@ func (ex *execution) written(batch []pendingWrite) {
 	}
 }
 
+// stopLook is how often an idle runner looks for a stop request.
+const stopLook = 250 * time.Millisecond
+
 // lookFresh is how long a look for edits made while writing stands in for
 // the look begin would make on a shared store.
 const lookFresh = 20 * time.Millisecond
 
 // flushOnClose writes buffered changes before the store closes for idling,
 // so that other commands see the run as it is.
-func (ex *execution) flushOnClose(db *store.DB) {
+func (ex *execution) flushOnClose(db *store.DB, closing bool) {
 	batch := ex.take()
+	// Idle checks come every few milliseconds: with nothing to write they
+	// only look for a stop request, and not that often (a shared store
+	// would see a transaction per check).
+	now := time.Now().UnixNano()
+	if !closing && len(batch) == 0 && now-ex.stopLooked.Load() < int64(stopLook) {
+		return
+	}
+	ex.stopLooked.Store(now)
 	err := db.Update(func(tx *store.Tx) error {
 		// Called with the shared store held: its fence, by hand.
 		if ex.sdb.fence != nil {
