@@ -35,6 +35,7 @@ type journal struct {
 	mu      sync.RWMutex // Update: write; View: read
 	f       *os.File
 	end     int64 // bytes of whole records in f
+	alloc   int64 // bytes of f written, records or zeros
 	pending overlay
 	buf     []byte
 	noSync  bool
@@ -47,6 +48,18 @@ const (
 	checkpointEntries = 4096
 	checkpointBytes   = 8 << 20
 )
+
+// The journal grows by journalChunk bytes of zeros at a time, ahead of the
+// records. An fdatasync of a write that extends a file must also commit the
+// file's new size (on ext4, a commit of the filesystem's own journal, with
+// whatever else is in it: the scripts' files); of a write over blocks already
+// written it flushes the data alone. Measured on the project's machine with
+// a script appending to a file between commits: 194-229 µs per record
+// appended, 118-129 µs per record written over zeros. Replay stops at the
+// zeros: they are not a record.
+const journalChunk = 1 << 20
+
+var zeros [64 << 10]byte
 
 // recordMagic starts every record: [magic][length][crc32c][payload].
 const recordMagic = 0x534a5231 // "SJR1"
@@ -281,6 +294,9 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 		return err
 	}
 	j.buf = encode(j.buf, w)
+	if err := j.grow(j.end + int64(len(j.buf))); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
 	if _, err := j.f.WriteAt(j.buf, j.end); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
@@ -299,6 +315,23 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 	j.pending.Merge(w)
 	if j.pending.Len() >= checkpointEntries || j.pending.Bytes() >= checkpointBytes {
 		return s.checkpointLocked()
+	}
+	return nil
+}
+
+// grow writes zeros past the records, in whole chunks, until the file has
+// size bytes written. They reach the disk with the next record's sync.
+func (j *journal) grow(size int64) error {
+	if size <= j.alloc {
+		return nil
+	}
+	target := (size + journalChunk - 1) / journalChunk * journalChunk
+	for j.alloc < target {
+		n := min(int64(len(zeros)), target-j.alloc)
+		if _, err := j.f.WriteAt(zeros[:n], j.alloc); err != nil {
+			return err
+		}
+		j.alloc += n
 	}
 	return nil
 }
@@ -330,7 +363,7 @@ func (s *Store) checkpointLocked() error {
 			return fmt.Errorf("empty journal: %w", err)
 		}
 	}
-	j.end = 0
+	j.end, j.alloc = 0, 0
 	j.pending.Reset()
 	return nil
 }
