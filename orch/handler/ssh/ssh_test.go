@@ -659,3 +659,49 @@ func TestPartition(t *testing.T) {
 		t.Errorf("after the link is back: %v", err)
 	}
 }
+
+// TestNothingOutlivesAnAttempt: once attempts have ended, no process of
+// theirs stays on the node (a watchdog timer left sleeping after every
+// attempt piled up to the user's process limit on a busy node). Their
+// working directory, the base's cache entry, finds them whoever adopted
+// them.
+func TestNothingOutlivesAnAttempt(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	out := shared(t)
+	base := newBase(t, fmt.Sprintf("# %s %d\npwd >\"$SOLAR_INPUT_OUT/pwd\"\n", t.Name(), time.Now().UnixNano()))
+	_, sh := newTransport(t, map[string]*Node{"n1": node("n1", srv)}, Config{})
+	for range 10 {
+		req := request(base, "n1")
+		req.Inputs = map[string]any{"out": out}
+		if _, err := sh.Run(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := strings.TrimSpace(readFile(t, filepath.Join(out, "pwd")))
+	deadline := time.Now().Add(4 * time.Second)
+	for {
+		var left []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == dir && alive(mustAtoi(e.Name())) {
+				comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
+				left = append(left, e.Name()+" "+strings.TrimSpace(string(comm)))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of ended attempts still run in %s: %v", len(left), dir, left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

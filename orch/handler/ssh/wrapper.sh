@@ -61,21 +61,28 @@ stop() {
 # The watchdog reads the controller: heartbeats, or stop. An asynchronous
 # list reads /dev/null unless told otherwise, so stdin goes through fd 3.
 # Its timer ends the attempt when no heartbeat came for HBWAIT seconds: the
-# controller is gone without a word (a partition).
+# controller is gone without a word (a partition). The timer sleeps a
+# second at a time and ends once the private directory is gone, so that
+# no process of a finished attempt outlives it by more than a second.
 exec 3<&0
 (
 	trap "" TERM
 	echo h >"$d/beat"
 	(
 		trap "" TERM
-		while sleep "$hb"; do
+		i=0
+		while sleep 1; do
+			[ -d "$d" ] || exit 0
+			i=$((i + 1))
+			[ "$i" -lt "$hb" ] && continue
+			i=0
 			[ -s "$d/beat" ] || break
 			: >"$d/beat"
 		done
-		# Gone: the attempt ended and cleaned up meanwhile.
 		[ -d "$d" ] || exit 0
 		stop
 	) &
+	echo "$!" >"$d/timer"
 	while IFS= read -r x; do
 		[ "$x" = h ] || break
 		echo h >"$d/beat"
@@ -86,7 +93,9 @@ w=$!
 exec 3<&-
 wait "$p"
 c=$?
-kill -KILL "$w" 2>/dev/null
+t=
+[ -f "$d/timer" ] && read -r t <"$d/timer"
+kill -KILL "$w" $t 2>/dev/null
 trap "" PIPE
 printf "\n%s exit %s " "$n" "$c"
 if [ -f "$d/result.json" ]; then
