@@ -45,9 +45,17 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 	cands := make([]Rule, 0, 3*len(pairs))
 	of := make([]int, 0, 3*len(pairs)) // pair index of each candidate
 	seen := make(map[Rule]bool, 3*len(pairs))
+	known := newKnown(tx)
 	for i, p := range pairs {
 		for _, r := range DefaultRules(cat, p.Emitter, p.Receiver) {
-			if !seen[r] && !Has(tx, r) {
+			if seen[r] {
+				continue
+			}
+			stored, err := known.has(r.Emitter.Resource, r.String())
+			if err != nil {
+				return nil, nil, err
+			}
+			if !stored {
 				seen[r] = true
 				cands = append(cands, r)
 				of = append(of, i)
@@ -78,7 +86,7 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 		fresh = append(fresh, r)
 		owned[of[k]] = append(owned[of[k]], r.String())
 	}
-	if _, err := Add(tx, cat, fresh...); err != nil {
+	if _, err := addKnown(tx, cat, known, fresh); err != nil {
 		return nil, nil, err
 	}
 	return owned, skipped, nil

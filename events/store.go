@@ -1,7 +1,6 @@
 package events
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,18 +8,19 @@ import (
 	"github.com/solarops/solar/store"
 )
 
-// Layout of the store.Events bucket. The rule text is the record; the other
-// two key families are indexes rebuilt from it on every write.
+// Layout of the store.Events bucket (store schema version 2). The rule text
+// is the record; the resource index is rebuilt from it on every write.
 const (
 	// r/<seq> -> canonical rule text. Sequence keys sort numerically, so a
 	// prefix scan yields rules in the order they were added.
 	rulePrefix = "r/"
-	// t/<canonical text> -> seq. Finds duplicates and the rule to remove
-	// without scanning every rule.
-	textPrefix = "t/"
 	// u/<resource>\x00<seq> -> "". One key per resource a rule names, so
 	// ListFor and RemoveFor read only that resource's rules. The NUL ends
 	// the name (names never contain it), so "rmq.1" does not match rmq.10.
+	// Finding a rule by its text (Has, Remove, duplicates) reads its
+	// emitter's rules: version 1 kept a third index for it, t/<text> ->
+	// seq, which cost a quarter of the bucket's keys and was the longest
+	// of them, to spare reading the handful of rules of one resource.
 	usePrefix = "u/"
 )
 
@@ -44,20 +44,32 @@ type Catalog interface {
 // in one transaction insert index keys out of order and cost quadratic time
 // (30,000 rules: about 0.3 s in one call, several seconds in 10,000 calls).
 func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
+	return addKnown(tx, cat, newKnown(tx), rules)
+}
+
+// addKnown is Add with the rules already stored found through known.
+func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule) (added int, err error) {
 	for _, r := range rules {
 		if err := check(cat, r); err != nil {
 			return 0, err
 		}
 	}
 	recs := make([]write, 0, len(rules))
-	index := make([]write, 0, 3*len(rules)) // the text and two resources
+	index := make([]write, 0, 2*len(rules)) // the two resources
 	var batch map[string]bool               // texts of this call, found before they are written
 	if len(rules) > 1 {
 		batch = make(map[string]bool, len(rules))
 	}
 	for _, r := range rules {
 		text := r.String()
-		if batch[text] || tx.Has(store.Events, textPrefix+text) {
+		if batch[text] {
+			continue
+		}
+		stored, err := known.has(r.Emitter.Resource, text)
+		if err != nil {
+			return 0, err
+		}
+		if stored {
 			continue
 		}
 		if batch != nil {
@@ -69,7 +81,7 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 		}
 		seq := store.SeqKey(n)
 		recs = append(recs, write{rulePrefix + seq, []byte(text)})
-		index = appendIndex(index, seq, text, r)
+		index = appendIndex(index, seq, r)
 		added++
 	}
 	// bbolt splits nodes only at commit, so inserting many keys out of
@@ -77,7 +89,7 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 	// put. Writing in key order keeps each insert at the end of what this
 	// batch wrote, which makes a big batch (a composition) linear. Records
 	// are in key order already (fixed-width rising sequence numbers) and
-	// sort before the index keys ("r/" < "t/" < "u/"): only those are sorted.
+	// sort before the index keys ("r/" < "u/"): only those are sorted.
 	slices.SortFunc(index, func(a, b write) int { return strings.Compare(a.key, b.key) })
 	for _, w := range slices.Concat(recs, index) {
 		if err := tx.Put(store.Events, w.key, w.value); err != nil {
@@ -87,14 +99,45 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 	return added, nil
 }
 
+// known answers which rules are stored, for one call: it reads each
+// emitter's rules once (a composition asks about thousands of rules of a
+// few resources, or of thousands of new resources that have none).
+type known struct {
+	tx    *store.Tx
+	texts map[string]map[string]bool // emitter -> texts of its stored rules; nil when it has none
+}
+
+func newKnown(tx *store.Tx) *known { return &known{tx: tx, texts: map[string]map[string]bool{}} }
+
+// has reports whether the rule text, whose emitter is resource, is stored.
+func (k *known) has(resource, text string) (bool, error) {
+	texts, ok := k.texts[resource]
+	if !ok {
+		_, rules, err := listFor(k.tx, resource)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rules {
+			if r.Emitter.Resource != resource {
+				continue
+			}
+			if texts == nil {
+				texts = map[string]bool{}
+			}
+			texts[r.String()] = true
+		}
+		k.texts[resource] = texts
+	}
+	return texts[text], nil
+}
+
 type write struct {
 	key   string
 	value []byte
 }
 
 // appendIndex adds the index keys of one rule.
-func appendIndex(w []write, seq, text string, r Rule) []write {
-	w = append(w, write{textPrefix + text, []byte(seq)})
+func appendIndex(w []write, seq string, r Rule) []write {
 	res, n := resourcesOf(r)
 	for _, name := range res[:n] {
 		w = append(w, write{useKey(name, seq), []byte{}})
@@ -144,23 +187,38 @@ func useKey(resource, seq string) string { return usePrefix + resource + "\x00" 
 // rule is not stored.
 func Remove(tx *store.Tx, r Rule) error {
 	text := r.String()
-	seq, err := tx.Get(store.Events, textPrefix+text)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w %q", ErrNoRule, text)
-	}
+	seq, err := find(tx, r)
 	if err != nil {
 		return fmt.Errorf("remove rule %q: %w", text, err)
 	}
-	return remove(tx, string(seq), text, r)
+	if seq == "" {
+		return fmt.Errorf("%w %q", ErrNoRule, text)
+	}
+	return remove(tx, seq, text, r)
+}
+
+// find returns the sequence key of a stored rule, or "" when it is not
+// stored, reading its emitter's rules.
+func find(tx *store.Tx, r Rule) (string, error) {
+	seqs, rules, err := listFor(tx, r.Emitter.Resource)
+	if err != nil {
+		return "", err
+	}
+	for i, stored := range rules {
+		if stored == r {
+			return seqs[i], nil
+		}
+	}
+	return "", nil
 }
 
 func remove(tx *store.Tx, seq, text string, r Rule) error {
 	res, n := resourcesOf(r)
-	keys := [4]string{rulePrefix + seq, textPrefix + text}
+	keys := [3]string{rulePrefix + seq}
 	for i, name := range res[:n] {
-		keys[2+i] = useKey(name, seq)
+		keys[1+i] = useKey(name, seq)
 	}
-	for _, k := range keys[:2+n] {
+	for _, k := range keys[:1+n] {
 		if err := tx.Delete(store.Events, k); err != nil {
 			return fmt.Errorf("remove rule %q: %w", text, err)
 		}
@@ -168,9 +226,11 @@ func remove(tx *store.Tx, seq, text string, r Rule) error {
 	return nil
 }
 
-// Has reports whether the rule is stored.
+// Has reports whether the rule is stored. A store that cannot be read
+// answers false; the transaction's next read reports why.
 func Has(tx *store.Tx, r Rule) bool {
-	return tx.Has(store.Events, textPrefix+r.String())
+	seq, err := find(tx, r)
+	return err == nil && seq != ""
 }
 
 // List returns all rules in the order they were added.

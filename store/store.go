@@ -13,14 +13,15 @@ import (
 )
 
 // SchemaVersion is the layout version written into every store. Bump it when
-// a bucket's encoding changes incompatibly.
-const SchemaVersion = 1
+// a bucket's encoding changes incompatibly, with the upgrade of an older
+// store (upgrade.go), which opening it read-write runs in place.
+const SchemaVersion = 2
 
 // Bucket names. Each domain package owns the encoding of its own bucket.
 const (
 	Resources   = "resources"   // resource name -> resources.Record
 	Connections = "connections" // receiver\x00emitter -> resources.Connection
-	Events      = "events"      // seq -> events rule text
+	Events      = "events"      // r/seq -> events rule text, u/resource\x00seq -> "" (package events)
 	Staged      = "staged"      // resource.action -> staging.Entry
 	StagedTags  = "staged_tags" // tag\x00key -> "" (index for --tag selections)
 	History     = "history"     // uid -> staging.HistoryEntry
@@ -129,7 +130,7 @@ func Redact(location string) string {
 func Open(location string, opts Options) (*DB, error) {
 	if IsURL(location) {
 		p, err := pg.Open(location, pg.Options{
-			Buckets: Buckets, Meta: meta, Version: SchemaVersion,
+			Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
 			LockWait: opts.LockWait, ReadOnly: opts.ReadOnly,
 		})
 		if err != nil {
@@ -138,7 +139,7 @@ func Open(location string, opts Options) (*DB, error) {
 		return &DB{be: p, location: p.Location(), kind: "postgresql"}, nil
 	}
 	b, err := bolt.Open(location, bolt.Options{
-		Buckets: Buckets, Meta: meta, Version: SchemaVersion,
+		Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
 		LockWait: opts.LockWait, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly, Journal: opts.Journal,
 	})
 	if err != nil {

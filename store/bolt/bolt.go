@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -29,10 +30,16 @@ const DefaultLockWait = 5 * time.Second
 // Options tune Open.
 type Options struct {
 	// Buckets are created when missing; Meta is the one holding
-	// "schema_version", which must equal Version.
+	// "schema_version", which must equal Version, or be older and then
+	// brought to Version by Upgrade.
 	Buckets []string
 	Meta    string
 	Version int
+	// Upgrade brings the records of a store of an older schema version
+	// (from) to Version, in the transaction that then records Version. A
+	// store opened read-only is first opened read-write for it. Nil
+	// refuses older stores (kv.ErrSchema).
+	Upgrade func(tx kv.Tx, from int) error
 	// LockWait bounds the wait for another process's lock; zero means
 	// DefaultLockWait.
 	LockWait time.Duration
@@ -53,6 +60,7 @@ type Store struct {
 	path string
 	opts Options
 	jr   *journal // nil unless Options.Journal
+	from int      // the schema version found when older than Options.Version, until upgraded
 }
 
 // Open opens (creating if needed, mode 0600) the store at path. With
@@ -91,6 +99,11 @@ func Open(path string, opts Options) (s *Store, err error) {
 	err = s.init()
 	if err == nil {
 		err = s.openJournal()
+	}
+	if err == nil && s.from != 0 {
+		// After the journal: a dead writer's records are of the old
+		// version and must be folded in before the upgrade reads them.
+		err = s.upgrade()
 	}
 	if err != nil {
 		_ = b.Close()
@@ -163,14 +176,13 @@ func (s *Store) Waiting() bool {
 }
 
 // errNeedsWrite means a read-only open found the file needing a write:
-// buckets missing, or a journal to fold in.
+// buckets missing, a journal to fold in, or records to upgrade.
 var errNeedsWrite = errors.New("store needs a write")
 
-// init creates missing buckets and the schema version. A store that is
-// already up to date is only read, so commands that fail or only read leave
-// the file byte for byte as it was.
+// init creates missing buckets and the schema version, and notes an older
+// version to upgrade. A store that is already up to date is only read, so
+// commands that fail or only read leave the file byte for byte as it was.
 func (s *Store) init() error {
-	want := fmt.Sprint(s.opts.Version)
 	ready := false
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		for _, name := range s.opts.Buckets {
@@ -179,14 +191,17 @@ func (s *Store) init() error {
 			}
 		}
 		v := tx.Bucket([]byte(s.opts.Meta)).Get([]byte("schema_version"))
-		if v != nil && string(v) != want {
-			return fmt.Errorf("%w: file has version %s, this solar reads version %s", kv.ErrSchema, v, want)
+		if v == nil {
+			return nil
 		}
-		ready = v != nil
-		return nil
+		ready = true
+		return s.checkVersion(v)
 	})
-	if err != nil || ready {
+	if err != nil {
 		return err
+	}
+	if ready && s.from == 0 {
+		return nil
 	}
 	if s.db.IsReadOnly() {
 		return errNeedsWrite
@@ -200,13 +215,40 @@ func (s *Store) init() error {
 		m := tx.Bucket([]byte(s.opts.Meta))
 		v := m.Get([]byte("schema_version"))
 		if v == nil {
-			return m.Put([]byte("schema_version"), []byte(want))
+			return m.Put([]byte("schema_version"), []byte(strconv.Itoa(s.opts.Version)))
 		}
-		if string(v) != want {
-			return fmt.Errorf("%w: file has version %s, this solar reads version %s", kv.ErrSchema, v, want)
-		}
-		return nil
+		return s.checkVersion(v)
 	})
+}
+
+// checkVersion accepts the stored version v when it is Options.Version, or
+// older with an Upgrade (noted in s.from).
+func (s *Store) checkVersion(v []byte) error {
+	n, err := strconv.Atoi(string(v))
+	if err == nil && n == s.opts.Version {
+		s.from = 0
+		return nil
+	}
+	if err == nil && n >= 1 && n < s.opts.Version && s.opts.Upgrade != nil {
+		s.from = n
+		return nil
+	}
+	return fmt.Errorf("%w: file has version %s, this solar reads version %d", kv.ErrSchema, v, s.opts.Version)
+}
+
+// upgrade brings the records of an older store to Options.Version, and
+// records that version, in one transaction.
+func (s *Store) upgrade() error {
+	err := s.db.Update(func(btx *bbolt.Tx) error {
+		if err := s.opts.Upgrade(&tx{tx: btx}, s.from); err != nil {
+			return fmt.Errorf("upgrade the store from schema version %d to %d: %w", s.from, s.opts.Version, err)
+		}
+		return btx.Bucket([]byte(s.opts.Meta)).Put([]byte("schema_version"), []byte(strconv.Itoa(s.opts.Version)))
+	})
+	if err == nil {
+		s.from = 0
+	}
+	return err
 }
 
 // Path returns the file the store lives in.

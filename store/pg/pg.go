@@ -55,6 +55,11 @@ type Options struct {
 	Buckets []string
 	Meta    string
 	Version int
+	// Upgrade brings the records of a store of an older schema version
+	// (from) to Version, in the transaction that then records Version
+	// (also when the store is opened read-only, as layouts are). Nil
+	// refuses older stores (kv.ErrSchema).
+	Upgrade func(tx kv.Tx, from int) error
 	// ReadOnly opens for reading only: Update fails with kv.ErrReadOnly,
 	// and a database without a store is kv.ErrNoStore rather than a new
 	// store. (A store of an older layout is still upgraded.)
@@ -224,7 +229,11 @@ func (s *Store) init(ctx context.Context) error {
 	case layout != nil && int(*layout) > LayoutVersion:
 		return s.fail("open", s.newerLayout(int(*layout)))
 	case layout != nil && int(*layout) == LayoutVersion && version != nil:
-		return s.checkVersion(version)
+		from, err := s.checkVersion(version)
+		if err != nil || from == 0 {
+			return err
+		}
+		return s.upgrade()
 	}
 	return s.setup(ctx)
 }
@@ -233,11 +242,41 @@ func (s *Store) newerLayout(v int) error {
 	return fmt.Errorf("%w: its tables have layout %d, this solar knows layouts up to %d; upgrade solar", kv.ErrSchema, v, LayoutVersion)
 }
 
-func (s *Store) checkVersion(v []byte) error {
-	if want := strconv.Itoa(s.opts.Version); string(v) != want {
-		return s.fail("open", fmt.Errorf("%w: it has version %s, this solar reads version %s", kv.ErrSchema, v, want))
+// checkVersion accepts the stored version v when it is Options.Version
+// (from is 0), or older with an Upgrade (from is v).
+func (s *Store) checkVersion(v []byte) (from int, err error) {
+	n, err := strconv.Atoi(string(v))
+	switch {
+	case err == nil && n == s.opts.Version:
+		return 0, nil
+	case err == nil && n >= 1 && n < s.opts.Version && s.opts.Upgrade != nil:
+		return n, nil
 	}
-	return nil
+	return 0, s.fail("open", fmt.Errorf("%w: it has version %s, this solar reads version %d", kv.ErrSchema, v, s.opts.Version))
+}
+
+// upgrade brings the records of an older store to Options.Version, and
+// records that version, in one transaction; a process that finds another
+// one did it first does nothing.
+func (s *Store) upgrade() error {
+	err := s.retry(func(tx kv.Tx) error {
+		v, err := tx.Get(s.opts.Meta, "schema_version")
+		if err != nil {
+			return err
+		}
+		from, err := s.checkVersion(v)
+		if err != nil || from == 0 {
+			return err
+		}
+		if err := s.opts.Upgrade(tx, from); err != nil {
+			return fmt.Errorf("upgrade the store from schema version %d to %d: %w", from, s.opts.Version, err)
+		}
+		return tx.Put(s.opts.Meta, "schema_version", []byte(strconv.Itoa(s.opts.Version)))
+	})
+	if e := (*Error)(nil); err != nil && !errors.As(err, &e) {
+		return s.fail("open", err)
+	}
+	return err
 }
 
 // setup creates the schema and tables, or upgrades them, in one
@@ -286,6 +325,7 @@ func (s *Store) setup(ctx context.Context) error {
 		return s.fail("open", err)
 	}
 	var version []byte
+	upgrade := false
 	err = tx.QueryRow(ctx, s.sql.get, s.opts.Meta, []byte("schema_version")).Scan(&version)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -295,12 +335,17 @@ func (s *Store) setup(ctx context.Context) error {
 	case err != nil:
 		return s.fail("open", err)
 	default:
-		if err := s.checkVersion(version); err != nil {
+		from, err := s.checkVersion(version)
+		if err != nil {
 			return err
 		}
+		upgrade = from != 0
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.fail("open", err)
+	}
+	if upgrade {
+		return s.upgrade()
 	}
 	return nil
 }
@@ -316,6 +361,12 @@ func (s *Store) Update(fn func(kv.Tx) error) error {
 	if s.opts.ReadOnly {
 		return kv.ErrReadOnly
 	}
+	return s.retry(fn)
+}
+
+// retry runs fn in update's transaction, again while PostgreSQL aborts it
+// for a serialization failure or a deadlock.
+func (s *Store) retry(fn func(kv.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.update(fn)
 		if attempt >= maxAttempts || !isCode(err, "40001", "40P01") {
