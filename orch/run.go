@@ -696,6 +696,9 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			return Outcome{Changed: res.Changed, Attempts: attempts}
 		}
 		last = err
+		if errors.Is(err, handler.ErrNeedsOperator) {
+			break // another attempt would fail the same way
+		}
 		if ctx.Err() != nil {
 			// The operator killed the run (Ctrl-C twice): not the
 			// script's failure, and resume runs the task again.

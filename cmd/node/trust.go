@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/nodes"
@@ -74,21 +75,38 @@ func trustRun(opts *TrustOptions) error {
 	}
 	// The network is reached outside any store transaction: other solar
 	// commands need not wait for a slow node.
-	key, err := sshx.ScanHostKey(context.Background(), n.Addr(), cfg.DialTimeout)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.Name, err)
+	var key gossh.PublicKey
+	if opts.Fingerprint != "" {
+		// The operator's fingerprint may be of any of the node's keys.
+		keys, err := sshx.ScanHostKeys(context.Background(), n.Name, n.Addr(), cfg.DialTimeout)
+		if err != nil {
+			return err
+		}
+		want := opts.Fingerprint
+		if !strings.HasPrefix(want, "SHA256:") {
+			want = "SHA256:" + want
+		}
+		var offered []string
+		for _, k := range keys {
+			if sshx.FingerprintOf(k) == want {
+				key = k
+				break
+			}
+			offered = append(offered, k.Type()+" "+sshx.FingerprintOf(k))
+		}
+		if key == nil {
+			return nodes.Errorf(nodes.ErrFingerprint, "node %s (%s) offers %s, not %s; nothing was stored", n.Name, n.Addr(), strings.Join(offered, ", "), want)
+		}
+	} else {
+		var err error
+		if key, err = sshx.ScanHostKey(context.Background(), n.Name, n.Addr(), cfg.DialTimeout); err != nil {
+			return err
+		}
 	}
 	fp := sshx.FingerprintOf(key)
 	fmt.Fprintf(a.IO.Err, "node %s (%s) offers %s key %s\n", n.Name, app.Escape(n.Addr()), key.Type(), fp)
 	switch {
 	case opts.Fingerprint != "":
-		want := opts.Fingerprint
-		if !strings.HasPrefix(want, "SHA256:") {
-			want = "SHA256:" + want
-		}
-		if want != fp {
-			return nodes.Errorf(nodes.ErrFingerprint, "node %s (%s) offers %s, not %s; nothing was stored", n.Name, n.Addr(), fp, want)
-		}
 	case opts.Yes:
 	default:
 		if !a.IO.InTTY {

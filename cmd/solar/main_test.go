@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +125,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"nooverlap":  cmdNooverlap,
 			"sshd":       servers.start,
 			"stopsshd":   servers.stop,
+			"sshdlog":    servers.log,
 			"damage":     cmdDamage,
 			"alive":      cmdAlive,
 			"snapstore":  cmdSnapstore,
@@ -307,10 +309,18 @@ type sshServers struct {
 // NAME_USER, NAME_KEY (client key file) and NAME_FP (host key fingerprint),
 // NAME upper-cased, and SHARED, a directory the login user may write.
 func (s *sshServers) start(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: sshd NAME IP")
+	if neg || len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "rsa") {
+		ts.Fatalf("usage: sshd NAME IP [rsa]")
 	}
-	srv := sshdtest.Start(s.t, sshdtest.Options{IP: args[1]})
+	opts := sshdtest.Options{IP: args[1]}
+	if len(args) == 3 {
+		// "rsa": an RSA host key ($NAME_FP) and an ed25519 one, which
+		// clients prefer, borrowed from a server started for it.
+		ed := sshdtest.Start(s.t, sshdtest.Options{IP: args[1]})
+		ed.Stop()
+		opts.HostKeyType, opts.Extra = "rsa", "HostKey "+ed.HostKeyFile
+	}
+	srv := sshdtest.Start(s.t, opts)
 	ts.Defer(srv.Stop)
 	s.mu.Lock()
 	s.byName[ts.Getenv("WORK")+"\x00"+args[0]] = srv
@@ -344,6 +354,20 @@ func (s *sshServers) stop(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("stopsshd: no server %s", args[0])
 	}
 	srv.Stop()
+}
+
+// log is "sshdlog NAME": what the node's sshd logged, on stdout.
+func (s *sshServers) log(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sshdlog NAME")
+	}
+	s.mu.Lock()
+	srv := s.byName[ts.Getenv("WORK")+"\x00"+args[0]]
+	s.mu.Unlock()
+	if srv == nil {
+		ts.Fatalf("sshdlog: no server %s", args[0])
+	}
+	_, _ = io.WriteString(ts.Stdout(), srv.LogText())
 }
 
 // cmdSnapstore is "snapstore NAME": remember the store ($SOLAR_DB) as it is

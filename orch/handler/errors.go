@@ -26,6 +26,10 @@ var (
 	ErrBadRequest = errors.New("bad action request")
 	// ErrUnknownHandler is returned by ByName for a name it does not know.
 	ErrUnknownHandler = errors.New("unknown handler")
+	// ErrNeedsOperator means another attempt cannot help until the
+	// operator acts (a node not trusted yet, a host key that changed):
+	// retries are not spent on it.
+	ErrNeedsOperator = errors.New("the operator must act first")
 )
 
 // Error is a failed attempt, as returned by Shell.Run. Its message is meant
@@ -42,12 +46,13 @@ type Error struct {
 	Msg string
 
 	cause error // the context's cause for ErrCanceled, else nil
+	host  error // the transport's error, when it failed the attempt
 }
 
 func (e *Error) Error() string { return e.Msg }
 
-// Unwrap lets errors.Is see Kind, ErrFailed for a bad result file, and the
-// context's cause for a canceled attempt.
+// Unwrap lets errors.Is see Kind, ErrFailed for a bad result file, the
+// context's cause for a canceled attempt, and the transport's error.
 func (e *Error) Unwrap() []error {
 	errs := []error{e.Kind}
 	if e.Kind == ErrBadResult {
@@ -55,6 +60,9 @@ func (e *Error) Unwrap() []error {
 	}
 	if e.cause != nil {
 		errs = append(errs, e.cause)
+	}
+	if e.host != nil {
+		errs = append(errs, e.host)
 	}
 	return errs
 }

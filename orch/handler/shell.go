@@ -67,7 +67,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	host, err := transport.Open(ctx, req.Location)
 	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
+		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
 	}
 	defer host.Close()
 
@@ -103,7 +103,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	case ended.Stopped:
 		return res, &Error{Kind: ErrTimeout, ExitCode: -1, Msg: "timed out after " + req.Timeout.String()}
 	case hostErr != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: m.apply(hostErr.Error())}
+		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: m.apply(hostErr.Error()), host: hostErr}
 	case exit.Signal != "":
 		return res, failed(-1, "killed by "+exit.Signal, res.Stderr)
 	case exit.Code != 0:

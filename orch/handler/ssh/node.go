@@ -13,16 +13,18 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/solarops/solar/orch/handler"
 )
 
 // Errors of this package. Errors returned wrap one of these and name the
 // node; their messages are meant for the operator as they are.
 var (
 	// ErrUntrusted means the node has no trusted host key yet.
-	ErrUntrusted = errors.New("node is not trusted")
+	ErrUntrusted = fmt.Errorf("node is not trusted (%w)", handler.ErrNeedsOperator)
 	// ErrHostKeyChanged means the node offered a host key other than the
 	// trusted one.
-	ErrHostKeyChanged = errors.New("host key changed")
+	ErrHostKeyChanged = fmt.Errorf("host key changed (%w)", handler.ErrNeedsOperator)
 	// ErrUnreachable means no SSH connection could be made to the node.
 	ErrUnreachable = errors.New("node is unreachable")
 	// ErrLogin means the node refused the login, or no key could be used.
@@ -257,24 +259,66 @@ func readKey(path string) (gossh.Signer, error) {
 // errScanned ends a handshake once the host key has been seen.
 var errScanned = errors.New("host key scanned")
 
-// ScanHostKey connects to addr and returns the host key it offers, without
+// keyFamilies groups the host key algorithms by the key each one uses, in
+// preferredAlgorithms order: one handshake per group finds every key a
+// server holds.
+var keyFamilies = [][]string{
+	{gossh.KeyAlgoED25519},
+	{gossh.KeyAlgoECDSA256, gossh.KeyAlgoECDSA384, gossh.KeyAlgoECDSA521},
+	{gossh.KeyAlgoRSASHA512, gossh.KeyAlgoRSASHA256},
+}
+
+// ScanHostKey connects to node name at addr and returns the host key it offers, without
 // logging in. It asks for the key types in preferredAlgorithms order, so a
 // server with several keys gives its ed25519 key when it has one.
-func ScanHostKey(ctx context.Context, addr string, timeout time.Duration) (gossh.PublicKey, error) {
+func ScanHostKey(ctx context.Context, name, addr string, timeout time.Duration) (gossh.PublicKey, error) {
+	key, _, err := scanHostKey(ctx, name, addr, timeout, preferredAlgorithms)
+	return key, err
+}
+
+// ScanHostKeys returns every host key addr offers, one handshake per key
+// type, preferred types first: an operator may hold the fingerprint of any
+// of them (ssh_host_rsa_key.pub as well as ssh_host_ed25519_key.pub).
+func ScanHostKeys(ctx context.Context, name, addr string, timeout time.Duration) ([]gossh.PublicKey, error) {
+	var (
+		keys  []gossh.PublicKey
+		first error
+	)
+	for _, algs := range keyFamilies {
+		key, reached, err := scanHostKey(ctx, name, addr, timeout, algs)
+		if err == nil {
+			keys = append(keys, key)
+			continue
+		}
+		if !reached {
+			return nil, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(keys) == 0 {
+		return nil, first
+	}
+	return keys, nil
+}
+
+// scanHostKey offers only algs and returns the key the server answers
+// with; reached is false when no connection was made at all.
+func scanHostKey(ctx context.Context, name, addr string, timeout time.Duration, algs []string) (key gossh.PublicKey, reached bool, err error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
 	d := net.Dialer{Timeout: timeout}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, nodeErr(ErrUnreachable, "cannot connect to %s: %v", addr, cleanNetErr(err))
+		return nil, false, nodeErr(ErrUnreachable, "node %s (%s) is unreachable: %v", name, addr, cleanNetErr(err))
 	}
 	defer raw.Close()
 	_ = raw.SetDeadline(time.Now().Add(timeout))
-	var key gossh.PublicKey
 	cfg := &gossh.ClientConfig{
 		User:              "solar-trust",
-		HostKeyAlgorithms: preferredAlgorithms,
+		HostKeyAlgorithms: algs,
 		HostKeyCallback: func(_ string, _ net.Addr, k gossh.PublicKey) error {
 			key = k
 			return errScanned
@@ -282,9 +326,9 @@ func ScanHostKey(ctx context.Context, addr string, timeout time.Duration) (gossh
 	}
 	_, _, _, err = gossh.NewClientConn(raw, addr, cfg)
 	if key != nil {
-		return key, nil
+		return key, true, nil
 	}
-	return nil, nodeErr(ErrUnreachable, "%s: ssh handshake failed: %v", addr, cleanNetErr(err))
+	return nil, true, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", name, addr, cleanNetErr(err))
 }
 
 // LoginName is the user a node with no ssh_user logs in as: the

@@ -229,6 +229,12 @@ func (p *pool) connect() (*conn, error) {
 			return nil, hk
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, nodeErr(ErrLogin, "node %s (%s) refused the login of %s: %v", n.Name, n.Addr(), ccfg.User, err)
+		case strings.Contains(err.Error(), "no common algorithm for host key"):
+			// The node no longer holds a key of the trusted key's type (it
+			// was reinstalled): a changed key, named as such.
+			if offered, serr := ScanHostKey(context.Background(), n.Name, n.Addr(), cfg.DialTimeout); serr == nil {
+				return nil, &hostKeyError{node: n.Name, addr: n.Addr(), want: FingerprintOf(n.HostKey), got: FingerprintOf(offered)}
+			}
 		}
 		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), cleanNetErr(err))
 	}
@@ -357,6 +363,14 @@ func (p *pool) newSession(ctx context.Context) (*conn, *gossh.Session, error) {
 			continue
 		}
 		p.release(c)
+		if try == 0 && oce == nil {
+			// The connection died unnoticed (a silent drop shows only at
+			// the next keepalive): nothing ran, so the attempt dials again
+			// once rather than fail.
+			p.markDead(c, err)
+			c.client.Close()
+			continue
+		}
 		return nil, nil, p.lostErr(c, err)
 	}
 }

@@ -471,7 +471,7 @@ func TestHostKeyAlgorithmPinned(t *testing.T) {
 		t.Fatalf("host key type %s, want ssh-rsa", n.HostKey.Type())
 	}
 	// Unpinned, a client would prefer the ed25519 key.
-	offered, err := ScanHostKey(context.Background(), rsa.Addr(), 5*time.Second)
+	offered, err := ScanHostKey(context.Background(), "n1", rsa.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,4 +704,71 @@ func TestNothingOutlivesAnAttempt(t *testing.T) {
 func mustAtoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// trust with a fingerprint needs every key a node holds: an operator may
+// have copied the fingerprint of its RSA key, not of the key a client
+// prefers.
+func TestScanHostKeysFindsEveryType(t *testing.T) {
+	ed := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2", HostKeyType: "rsa", Extra: "HostKey " + ed.HostKeyFile})
+	keys, err := ScanHostKeys(context.Background(), "n1", srv.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range keys {
+		got = append(got, k.Type()+" "+FingerprintOf(k))
+	}
+	want := []string{gossh.KeyAlgoED25519 + " " + ed.Fingerprint(), gossh.KeyAlgoRSA + " " + srv.Fingerprint()}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("scanned %q, want %q", got, want)
+	}
+	srv.Stop()
+	if _, err := ScanHostKeys(context.Background(), "n1", srv.Addr(), 2*time.Second); !errors.Is(err, ErrUnreachable) || err.Error() != "node n1 ("+srv.Addr()+") is unreachable: connection refused" {
+		t.Fatalf("scan of a stopped node: %v", err)
+	}
+}
+
+// A reinstalled node that no longer holds a key of the trusted key's type
+// fails negotiation; the task must still say the key changed, naming both
+// fingerprints, not report a handshake failure.
+func TestHostKeyTypeChanged(t *testing.T) {
+	old := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.3", HostKeyType: "rsa"})
+	n := node("n1", srv)
+	n.HostKey = old.HostKey // trusted before the reinstall: ed25519
+	_, sh := newTransport(t, map[string]*Node{"n1": n}, Config{})
+	_, err := sh.Run(context.Background(), request(newBase(t, "true"), "n1"))
+	want := fmt.Sprintf("node n1 (%s): host key changed: expected %s, offered %s", srv.Addr(), old.Fingerprint(), srv.Fingerprint())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run: %v, want %q", err, want)
+	}
+}
+
+// A pooled connection that died before anyone noticed (the next keepalive
+// would have) fails only the opening of a session: nothing ran, so the
+// attempt dials again instead of failing with "connection lost".
+func TestDeadConnectionRedialed(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	n := node("n1", srv)
+	tr, sh := newTransport(t, map[string]*Node{"n1": n}, Config{})
+	ccfg, done, err := tr.cfg.clientConfig(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	client, err := gossh.Dial("tcp", srv.Addr(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	// In the pool, with no keepalive watching it.
+	p := tr.pool(n)
+	p.mu.Lock()
+	p.conns = append(p.conns, &conn{client: client, limit: tr.cfg.MaxSessions})
+	p.mu.Unlock()
+	if _, err := sh.Run(context.Background(), request(newBase(t, "true"), "n1")); err != nil {
+		t.Fatalf("Run over a dead pooled connection: %v", err)
+	}
 }
