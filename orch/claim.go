@@ -143,13 +143,20 @@ func Running(tx *store.Tx, uid string) (int, bool) {
 
 // RequestStop asks the runner of plan uid to stop softly: it reads the
 // request between tasks, from any machine.
-func RequestStop(tx *store.Tx, uid string) (pid int, running bool, err error) {
+func RequestStop(tx *store.Tx, uid string, kill bool) (pid int, running bool, err error) {
 	rr, ok := liveRunner(tx, uid)
 	if !ok {
 		return 0, false, nil
 	}
-	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), nil)
+	var v []byte
+	if kill {
+		v = []byte(stopKill)
+	}
+	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), v)
 }
+
+// stopKill is the value of a stop request that also kills running tasks.
+const stopKill = "kill"
 
 // claimedElsewhere is the error of a run whose plan lock another process
 // holds.

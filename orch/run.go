@@ -181,7 +181,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
 		return nil, nil, err
 	}
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
+	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, kill: kill,
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
 		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
 	defer ex.locks.close()
@@ -606,6 +608,7 @@ type execution struct {
 	// stopLooked is when an idle flush last looked for a stop request
 	// (unix nanoseconds).
 	stopLooked atomic.Int64
+	kill       context.CancelFunc // kills running tasks: orch stop --kill
 	edits      uint64
 	external   map[string]string
 }
@@ -620,6 +623,9 @@ func (ex *execution) watchStop() {
 	select {
 	case <-ex.userStop:
 		ex.closeStop()
+		// "orch stop" signals after writing its request: whether it
+		// asks for running tasks to be killed is in the store.
+		_ = ex.sdb.View(ex.checkStop)
 	case <-ex.stopped:
 	}
 }
@@ -960,8 +966,16 @@ func (ex *execution) drain(tx *store.Tx) error {
 }
 
 func (ex *execution) checkStop(tx *store.Tx) error {
-	if tx.Has(store.Plans, stopKey(ex.rec.UID)) {
-		ex.closeStop()
+	v, err := tx.Get(store.Plans, stopKey(ex.rec.UID))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	ex.closeStop()
+	if string(v) == stopKill {
+		ex.kill() // running tasks are killed, as by a second Ctrl-C
 	}
 	return nil
 }

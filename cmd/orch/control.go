@@ -52,12 +52,16 @@ func NewCmdReset(a *app.App) *cobra.Command {
 
 // NewCmdStop builds "solar orch stop".
 func NewCmdStop(a *app.App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "stop [UID|last]",
+	var kill bool
+	c := &cobra.Command{
+		Use:   "stop [UID|last] [--kill]",
 		Short: "Ask a running plan to stop: running tasks finish, the rest are SKIPPED",
 		Long: `Ask the process running the plan (from another terminal) to stop: tasks already
-running finish, tasks not started end SKIPPED "stopped". "orch resume" continues.` + "\n" + app.ExitHelp,
-		Example: "  solar orch stop last",
+running finish, tasks not started end SKIPPED "stopped". "orch resume" continues.
+With --kill, running tasks are killed too, as by a second Ctrl-C: their process
+groups get SIGTERM, then SIGKILL (on SSH nodes as locally), they end ERROR
+"killed", and "orch resume" runs them again.` + "\n" + app.ExitHelp,
+		Example: "  solar orch stop last\n  solar orch stop last --kill",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			var (
@@ -70,7 +74,7 @@ running finish, tasks not started end SKIPPED "stopped". "orch resume" continues
 				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
 					return err
 				}
-				pid, running, err = orch.RequestStop(tx, uid)
+				pid, running, err = orch.RequestStop(tx, uid, kill)
 				return err
 			})
 			if err != nil {
@@ -85,10 +89,16 @@ running finish, tasks not started end SKIPPED "stopped". "orch resume" continues
 			if p, err := os.FindProcess(pid); err == nil {
 				_ = p.Signal(syscall.SIGTERM)
 			}
-			fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", pid, uid)
+			if kill {
+				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s and kill its running tasks\n", pid, uid)
+			} else {
+				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", pid, uid)
+			}
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&kill, "kill", false, "also kill the tasks that are running")
+	return c
 }
 
 // FilterOptions are the inputs of "solar orch filter".

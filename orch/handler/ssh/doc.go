@@ -52,14 +52,15 @@
 //
 // A watchdog in the wrapper ends the script's process group (SIGTERM, then
 // SIGKILL after the grace time) when the controller says stop (a timeout,
-// orch stop, Ctrl-C), when stdin closes (the controller died or the
+// orch stop --kill, a second Ctrl-C), when stdin closes (the controller died or the
 // connection was closed), or when heartbeats stop arriving for three
 // keepalive periods (a partition). The SSH "signal" request is not used:
 // OpenSSH ignores it for many logins.
 //
 // # What a node needs
 //
-// A POSIX /bin/sh, GNU coreutils (head, timeout, mktemp, mv -T) and tar.
+// A POSIX /bin/sh, GNU coreutils (head, mkdir, mktemp, mv -T, chmod, rm,
+// sleep) and tar.
 // The login shell must understand "exec /bin/sh -c '...'" (sh, bash, dash,
 // ksh, zsh).
 package ssh
