@@ -43,7 +43,8 @@ type Pair struct{ Emitter, Receiver string }
 func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, skipped []string, err error) {
 	// Up to three rules per pair (see DefaultRules).
 	cands := make([]Rule, 0, 3*len(pairs))
-	of := make([]int, 0, 3*len(pairs)) // pair index of each candidate
+	texts := make([]string, 0, 3*len(pairs)) // of each candidate
+	of := make([]int, 0, 3*len(pairs))       // pair index of each candidate
 	seen := make(map[Rule]bool, 3*len(pairs))
 	known := newKnown(tx)
 	for i, p := range pairs {
@@ -51,13 +52,15 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 			if seen[r] {
 				continue
 			}
-			stored, err := known.has(r.Emitter.Resource, r.String())
+			text := r.String()
+			stored, err := known.has(r.Emitter.Resource, text)
 			if err != nil {
 				return nil, nil, err
 			}
 			if !stored {
 				seen[r] = true
 				cands = append(cands, r)
+				texts = append(texts, text)
 				of = append(of, i)
 			}
 		}
@@ -78,15 +81,17 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 	}
 	comp := g.components()
 	var fresh []Rule
+	var freshTexts []string
 	for k, r := range cands {
 		if comp[g.ids[r.Emitter]] == comp[g.ids[r.Subscriber]] {
-			skipped = append(skipped, r.String())
+			skipped = append(skipped, texts[k])
 			continue
 		}
 		fresh = append(fresh, r)
-		owned[of[k]] = append(owned[of[k]], r.String())
+		freshTexts = append(freshTexts, texts[k])
+		owned[of[k]] = append(owned[of[k]], texts[k])
 	}
-	if _, err := addKnown(tx, cat, known, fresh); err != nil {
+	if _, err := addKnown(tx, cat, known, fresh, freshTexts); err != nil {
 		return nil, nil, err
 	}
 	return owned, skipped, nil

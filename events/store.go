@@ -44,11 +44,12 @@ type Catalog interface {
 // in one transaction insert index keys out of order and cost quadratic time
 // (30,000 rules: about 0.3 s in one call, several seconds in 10,000 calls).
 func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
-	return addKnown(tx, cat, newKnown(tx), rules)
+	return addKnown(tx, cat, newKnown(tx), rules, nil)
 }
 
-// addKnown is Add with the rules already stored found through known.
-func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule) (added int, err error) {
+// addKnown is Add with the rules already stored found through known, and
+// their texts when the caller has them (texts[i] is rules[i].String()).
+func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []string) (added int, err error) {
 	for _, r := range rules {
 		if err := check(cat, r); err != nil {
 			return 0, err
@@ -60,8 +61,13 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule) (added int,
 	if len(rules) > 1 {
 		batch = make(map[string]bool, len(rules))
 	}
-	for _, r := range rules {
-		text := r.String()
+	for i, r := range rules {
+		var text string
+		if texts != nil {
+			text = texts[i]
+		} else {
+			text = r.String()
+		}
 		if batch[text] {
 			continue
 		}

@@ -33,6 +33,11 @@ type bulk struct {
 	// scan sorts them and looks each up in writes). A slice, not a set: a
 	// composition has two groups per connection, most of one key.
 	groups map[bulkKey][]string
+	// fresh holds the resources this bulk write created that had no
+	// pending write before: the store holds nothing of them in the
+	// effective bucket (Delete forgets it), so forgetting them drops
+	// pending writes without looking the keys up in the store.
+	fresh map[string]bool
 }
 
 type bulkKey struct{ bucket, key string }
@@ -55,7 +60,7 @@ func group(key string) string {
 // startBulk makes the catalog keep its writes until endBulk; hint is the
 // number of writes expected.
 func (c *Catalog) startBulk(hint int) {
-	c.bulk = &bulk{writes: make(map[bulkKey]bulkWrite, hint), groups: make(map[bulkKey][]string, hint/2)}
+	c.bulk = &bulk{writes: make(map[bulkKey]bulkWrite, hint), groups: make(map[bulkKey][]string, hint/2), fresh: map[string]bool{}}
 }
 
 // endBulk stores the pending writes and ends the bulk write.
@@ -71,23 +76,26 @@ func (c *Catalog) flushBulk() error {
 	if b == nil || len(b.writes) == 0 {
 		return nil
 	}
-	keys := make([]bulkKey, 0, len(b.writes))
-	for k := range b.writes {
-		keys = append(keys, k)
+	type entry struct {
+		bulkKey
+		bulkWrite
 	}
-	slices.SortFunc(keys, func(x, y bulkKey) int {
+	all := make([]entry, 0, len(b.writes))
+	for k, w := range b.writes {
+		all = append(all, entry{k, w})
+	}
+	slices.SortFunc(all, func(x, y entry) int {
 		if n := strings.Compare(x.bucket, y.bucket); n != 0 {
 			return n
 		}
 		return strings.Compare(x.key, y.key)
 	})
-	for _, k := range keys {
-		w := b.writes[k]
+	for _, e := range all {
 		var err error
-		if w.del {
-			err = c.tx.Delete(k.bucket, k.key)
+		if e.del {
+			err = c.tx.Delete(e.bucket, e.key)
 		} else {
-			err = c.tx.Put(k.bucket, k.key, w.value)
+			err = c.tx.Put(e.bucket, e.key, e.value)
 		}
 		if err != nil {
 			return err
@@ -95,6 +103,7 @@ func (c *Catalog) flushBulk() error {
 	}
 	clear(b.writes)
 	clear(b.groups)
+	clear(b.fresh)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 
 	"github.com/solarops/solar/store"
 )
@@ -334,5 +335,61 @@ func TestLoadCompositionMissingFile(t *testing.T) {
 	wantErr(t, err, ErrBase, "none.yaml")
 	if errors.Is(err, ErrInvalid) {
 		t.Error("a missing file is not a value error")
+	}
+}
+
+// TestDecodeEntryAsYAML: an entry read from its node directly (plain text
+// fields) decodes as yaml.v3 decodes it, and any other entry is left to
+// yaml.v3, errors included.
+func TestDecodeEntryAsYAML(t *testing.T) {
+	tests := []struct {
+		name  string
+		entry string
+		plain bool // read from the node, without yaml.v3's decoding
+	}{
+		{"plain", `{id: r1, from: ./b, input: {value: "r0::value"}}`, true},
+		{"every field", "id: 'r1'\nfrom: \"b\"\nlocation: n1\ntags: [a=1, b]\nmeta: {retry: \"2\"}\ninput:\n  x: 1\n  y: \"1\"\n  z: !!str 1\n  w: [a]\n  v: |\n    text\n", true},
+		{"block and tagged text", "id: !!str 12\nfrom: |\n  b\n", true},
+		{"empty lists", `{id: r1, from: b, tags: [], meta: {}}`, true},
+		{"number id", `{id: 12, from: b}`, false},
+		{"number in meta", `{id: r1, from: b, meta: {retry: 2}}`, false},
+		{"null location", `{id: r1, from: b, location: ~}`, false},
+		{"alias", "{id: &x r1, from: *x}", false},
+		{"field twice", `{id: r1, id: r2, from: b}`, false},
+		{"meta key twice", `{id: r1, from: b, meta: {retry: "1", retry: "2"}}`, false},
+		{"list as id", `{id: [r1], from: b}`, false},
+		{"unknown field", `{id: r1, from: b, other: 1}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(tt.entry), &doc); err != nil {
+				t.Fatal(err)
+			}
+			n := doc.Content[0]
+			var got, want compEntry
+			if plainEntry(n, &got) != tt.plain {
+				t.Fatalf("plainEntry = %v, want %v", !tt.plain, tt.plain)
+			}
+			got = compEntry{}
+			gotErr, wantErr := decodeEntry(n, &got), n.Decode(&want)
+			if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Fatalf("error %v, yaml.v3's %v", gotErr, wantErr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decoded (-yaml.v3 +decodeEntry):\n%s", diff)
+			}
+			if gotErr != nil || got.InputNode.Kind == 0 {
+				return
+			}
+			in, err := decodeInput("c.yaml", &got.InputNode)
+			var wantIn map[string]any
+			if err != nil || want.InputNode.Decode(&wantIn) != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantIn, in); diff != "" {
+				t.Errorf("input (-yaml.v3 +decodeInput):\n%s", diff)
+			}
+		})
 	}
 }

@@ -136,7 +136,7 @@ type baseCache struct {
 }
 
 // cut finds, in the resource record raw, a base decoded before, where
-// records are encoded with it (resourceRecord, Put): right after the
+// records are encoded with it (Put, putNew): right after the
 // resource's name. It returns the record without its base, and the base.
 // The name is plain text (ValidName); a record that does not have that
 // form is not cut, and decodes in full.
@@ -322,20 +322,6 @@ func (c *Catalog) putRaw(r *Resource, raw []byte) error {
 	return c.forget(r.Name)
 }
 
-// resourceRecord is a Resource as stored, with its base already encoded:
-// a composition creates thousands of resources from a handful of bases,
-// and encoding the base (its actions, inputs and schemas) was most of the
-// cost of encoding each resource.
-type resourceRecord struct {
-	Name     string          `json:"name"`
-	Base     json.RawMessage `json:"base"`
-	Inputs   map[string]any  `json:"inputs"`
-	Tags     tags.Set        `json:"tags"`
-	Meta     Meta            `json:"meta,omitzero"`
-	Removing bool            `json:"removing,omitempty"`
-	Masked   []string        `json:"masked,omitempty"`
-}
-
 // putNew stores a resource created from base, encoding base once per
 // catalog: a base does not change once loaded.
 func (c *Catalog) putNew(r *Resource, base *Base) error {
@@ -347,11 +333,38 @@ func (c *Catalog) putNew(r *Resource, base *Base) error {
 		}
 		c.baseJSON[base] = enc
 	}
-	raw, err := json.Marshal(resourceRecord{Name: r.Name, Base: enc, Inputs: r.Inputs, Tags: r.Tags, Meta: r.Meta, Removing: r.Removing, Masked: r.Masked})
+	// The record is what Put stores: the name, then the base, encoded once
+	// and spliced in (json.Marshal would check and compact a
+	// json.RawMessage again for every resource), then the rest. A
+	// composition creates thousands of resources from a handful of bases,
+	// and encoding the base was most of the cost of encoding each.
+	name, err := json.Marshal(r.Name)
 	if err != nil {
 		return fmt.Errorf("encode resource %s: %w", r.Name, err)
 	}
+	rest, err := json.Marshal(recordRest{Inputs: r.Inputs, Tags: r.Tags, Meta: r.Meta, Removing: r.Removing, Masked: r.Masked})
+	if err != nil {
+		return fmt.Errorf("encode resource %s: %w", r.Name, err)
+	}
+	raw := make([]byte, 0, len(`{"name":,"base":,`)+len(name)+len(enc)+len(rest)-1)
+	raw = append(append(append(append(append(raw, `{"name":`...), name...), `,"base":`...), enc...), ',')
+	raw = append(raw, rest[1:]...)
+	if c.bulk != nil {
+		if _, pending := c.bulk.writes[bulkKey{store.Resources, r.Name}]; !pending {
+			c.bulk.fresh[r.Name] = true
+		}
+	}
 	return c.putRaw(r, raw)
+}
+
+// recordRest is what follows the base in a resource record: Resource's
+// fields after Base, encoded as Resource encodes them.
+type recordRest struct {
+	Inputs   map[string]any `json:"inputs"`
+	Tags     tags.Set       `json:"tags"`
+	Meta     Meta           `json:"meta,omitzero"`
+	Removing bool           `json:"removing,omitempty"`
+	Masked   []string       `json:"masked,omitempty"`
 }
 
 // Delete removes the resource and every connection into or out of it.
@@ -397,6 +410,11 @@ func (c *Catalog) forget(name string) error {
 		delete(c.eff, d)
 		delete(c.sens, d)
 		delete(c.sensIn, d)
+		if c.bulk != nil && c.bulk.fresh[d] {
+			delete(c.bulk.writes, bulkKey{store.Effective, d})
+			delete(c.bulk.writes, bulkKey{store.Effective, sensKey(d)})
+			continue
+		}
 		if err := c.del(store.Effective, d); err != nil {
 			return err
 		}

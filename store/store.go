@@ -278,7 +278,13 @@ func (t *Tx) LockHeld(name string) (held, known bool) {
 // SeqKey renders a sequence number as a fixed-width key that sorts in
 // numeric order.
 func SeqKey(n uint64) string {
-	return fmt.Sprintf("%016x", n)
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // Locks are named locks every process using a shared store sees, each held

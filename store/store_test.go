@@ -180,6 +180,12 @@ func TestSeqKeySortsNumerically(t *testing.T) {
 	if !(SeqKey(9) < SeqKey(10) && SeqKey(255) < SeqKey(256) && SeqKey(1<<40) > SeqKey(1<<39)) {
 		t.Fatal("SeqKey does not sort numerically")
 	}
+	// Stored keys have this form: it must never change.
+	for n, want := range map[uint64]string{0: "0000000000000000", 42: "000000000000002a", 1<<64 - 1: "ffffffffffffffff", 0x0123456789abcdef: "0123456789abcdef"} {
+		if got := SeqKey(n); got != want {
+			t.Errorf("SeqKey(%d) = %q, want %q", n, got, want)
+		}
+	}
 }
 
 func TestPath(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -341,8 +342,13 @@ const fillPercent = 0.9
 
 func (t *tx) Writable() bool { return t.tx.Writable() }
 
+// keyBytes returns the bytes of key without a copy. bbolt only reads a key
+// it is given (Put stores a copy of its own), so a transaction that writes
+// a million keys is spared a million copies.
+func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
+
 func (t *tx) Get(bucket, key string) ([]byte, error) {
-	v := t.bucket(bucket).Get([]byte(key))
+	v := t.bucket(bucket).Get(keyBytes(key))
 	if v == nil {
 		return nil, kv.ErrNotFound
 	}
@@ -350,21 +356,21 @@ func (t *tx) Get(bucket, key string) ([]byte, error) {
 }
 
 func (t *tx) Has(bucket, key string) bool {
-	return t.bucket(bucket).Get([]byte(key)) != nil
+	return t.bucket(bucket).Get(keyBytes(key)) != nil
 }
 
 func (t *tx) Put(bucket, key string, value []byte) error {
 	if !t.tx.Writable() {
 		return kv.ErrReadOnly
 	}
-	return t.bucket(bucket).Put([]byte(key), value)
+	return t.bucket(bucket).Put(keyBytes(key), value)
 }
 
 func (t *tx) Delete(bucket, key string) error {
 	if !t.tx.Writable() {
 		return kv.ErrReadOnly
 	}
-	return t.bucket(bucket).Delete([]byte(key))
+	return t.bucket(bucket).Delete(keyBytes(key))
 }
 
 func (t *tx) ForEach(bucket, prefix string, fn func(key string, value []byte) error) error {
