@@ -72,26 +72,35 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// Check logs in to n and runs a trivial command twice. connect is the
-// time until the first command ended (dialling, logging in, the first
-// session, which a server prepares more slowly); rtt is the second
-// command's, on the open connection: what each action pays.
+// checkTools is Check's first command: it prints "ok" and the name of
+// every command the wrapper and the base setup need that the node's login
+// environment lacks.
+const checkTools = `exec /bin/sh -c 'm=; for c in tar head mkdir mktemp mv chmod rm sleep; do command -v "$c" >/dev/null 2>&1 || m="$m $c"; done; echo "ok$m"'`
+
+// Check logs in to n, looks for the commands actions need there, and runs
+// a trivial command. connect is the time until the first command ended
+// (dialling, logging in, the first session, which a server prepares more
+// slowly); rtt is the second command's, on the open connection: what each
+// action pays.
 func (t *Transport) Check(ctx context.Context, n *Node) (connect, rtt time.Duration, err error) {
 	start := time.Now()
 	p := t.pool(n)
-	for i := 0; i < 2; i++ {
+	for i, cmd := range []string{checkTools, `exec /bin/sh -c 'echo ok'`} {
 		begin := time.Now()
 		c, s, err := p.newSession(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
-		out, err := s.Output("exec /bin/sh -c \"echo ok\"")
+		out, err := s.Output(cmd)
 		s.Close()
 		p.release(c)
 		if err != nil {
 			return 0, 0, p.lostErr(c, err)
 		}
-		if strings.TrimSpace(string(out)) != "ok" {
+		if got := strings.TrimSpace(string(out)); got != "ok" {
+			if missing, ok := strings.CutPrefix(got, "ok "); ok {
+				return 0, 0, nodeErr(ErrNode, "node %s (%s) lacks commands actions need: %s (install coreutils and tar, on the login's PATH)", n.Name, n.Addr(), strings.ReplaceAll(missing, " ", ", "))
+			}
 			return 0, 0, nodeErr(ErrNode, "node %s (%s): a trivial command printed %q", n.Name, n.Addr(), out)
 		}
 		if i == 0 {

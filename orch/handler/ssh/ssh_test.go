@@ -772,3 +772,19 @@ func TestDeadConnectionRedialed(t *testing.T) {
 		t.Fatalf("Run over a dead pooled connection: %v", err)
 	}
 }
+
+// node check finds a node where actions could not run: commands the
+// wrapper needs are not on the login's PATH.
+func TestCheckFindsMissingCommands(t *testing.T) {
+	good := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	bare := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.3", Extra: "SetEnv PATH=/nonexistent"})
+	tr, _ := newTransport(t, map[string]*Node{"good": node("good", good), "bare": node("bare", bare)}, Config{})
+	if _, rtt, err := tr.Check(context.Background(), node("good", good)); err != nil || rtt <= 0 {
+		t.Fatalf("Check of a complete node: rtt %v, %v", rtt, err)
+	}
+	_, _, err := tr.Check(context.Background(), node("bare", bare))
+	want := fmt.Sprintf("node bare (%s) lacks commands actions need: tar, head, mkdir, mktemp, mv, chmod, rm, sleep", bare.Addr())
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Check: %v, want %q", err, want)
+	}
+}
