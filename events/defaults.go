@@ -53,7 +53,7 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 				continue
 			}
 			text := r.String()
-			stored, err := known.has(r.Emitter.Resource, text)
+			stored, err := known.has(r, text)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,21 +9,33 @@ import (
 	"github.com/solarops/solar/store"
 )
 
-// Layout of the store.Events bucket (store schema version 2). The rule text
-// is the record; the resource index is rebuilt from it on every write.
+// Layout of the store.Events bucket (store schema version 3). The rule text
+// is the record; the pair index is rebuilt from it on every write.
 const (
 	// r/<seq> -> canonical rule text. Sequence keys sort numerically, so a
 	// prefix scan yields rules in the order they were added.
 	rulePrefix = "r/"
-	// u/<resource>\x00<seq> -> "". One key per resource a rule names, so
-	// ListFor and RemoveFor read only that resource's rules. The NUL ends
-	// the name (names never contain it), so "rmq.1" does not match rmq.10.
-	// Finding a rule by its text (Has, Remove, duplicates) reads its
-	// emitter's rules: version 1 kept a third index for it, t/<text> ->
-	// seq, which cost a quarter of the bucket's keys and was the longest
-	// of them, to spare reading the handful of rules of one resource.
-	usePrefix = "u/"
+	// u/<resource>\x00<other> -> the sequence keys (store.SeqKey, rising,
+	// one after the other) of the rules naming both resource and other:
+	// other is resource itself for a rule between two of its own actions.
+	// Both keys of a pair hold the same list. ListFor and RemoveFor read
+	// only the resource's pairs, and a rule is found by its text (Has,
+	// Remove, duplicates) among the few rules of its pair. The NUL ends the
+	// name (names never contain it), so "rmq.1" does not match rmq.10.
+	//
+	// A connection's three default rules take five keys: version 1 took
+	// twelve (a u/<resource>\x00<seq> key per resource a rule names, and
+	// t/<text> -> seq), most of a composition's keys.
+	pairPrefix = "u/"
+	seqLen     = 16 // of a store.SeqKey
 )
+
+// pairKey is the index key of the rules naming resource and other.
+func pairKey(resource, other string) string { return pairPrefix + resource + "\x00" + other }
+
+// pairOf returns the two resources a rule names, the emitter first (the
+// same one twice for a rule within one resource).
+func pairOf(r Rule) (string, string) { return r.Emitter.Resource, r.Subscriber.Resource }
 
 // Catalog answers what exists: whether a resource exists and which actions
 // its base defines. The resources package implements it over the store.
@@ -56,11 +69,12 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 		}
 	}
 	recs := make([]write, 0, len(rules))
-	index := make([]write, 0, 2*len(rules)) // the two resources
-	var batch map[string]bool               // texts of this call, found before they are written
+	var batch map[string]bool // texts of this call, found before they are written
 	if len(rules) > 1 {
 		batch = make(map[string]bool, len(rules))
 	}
+	fresh := map[[2]string][]string{} // sequence keys added per pair, in the pair's order
+	var order [][2]string             // the pairs of fresh, in the order first seen
 	for i, r := range rules {
 		var text string
 		if texts != nil {
@@ -71,7 +85,7 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 		if batch[text] {
 			continue
 		}
-		stored, err := known.has(r.Emitter.Resource, text)
+		stored, err := known.has(r, text)
 		if err != nil {
 			return 0, err
 		}
@@ -87,8 +101,24 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 		}
 		seq := store.SeqKey(n)
 		recs = append(recs, write{rulePrefix + seq, []byte(text)})
-		index = appendIndex(index, seq, r)
+		p := known.pair(pairOf(r))
+		if _, ok := fresh[p]; !ok {
+			order = append(order, p)
+		}
+		fresh[p] = append(fresh[p], seq)
 		added++
+	}
+	index := make([]write, 0, 2*len(order))
+	for _, p := range order {
+		old, err := known.stored(p)
+		if err != nil {
+			return 0, err
+		}
+		value := []byte(strings.Join(slices.Concat(old, fresh[p]), ""))
+		index = append(index, write{pairKey(p[0], p[1]), value})
+		if p[0] != p[1] {
+			index = append(index, write{pairKey(p[1], p[0]), value})
+		}
 	}
 	// bbolt splits nodes only at commit, so inserting many keys out of
 	// order into one transaction moves a growing node's entries on every
@@ -105,50 +135,122 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 	return added, nil
 }
 
-// known answers which rules are stored, for one call: it reads each
-// emitter's rules once (a composition asks about thousands of rules of a
-// few resources, or of thousands of new resources that have none).
-type known struct {
-	tx    *store.Tx
-	texts map[string]map[string]bool // emitter -> texts of its stored rules; nil when it has none
-}
-
-func newKnown(tx *store.Tx) *known { return &known{tx: tx, texts: map[string]map[string]bool{}} }
-
-// has reports whether the rule text, whose emitter is resource, is stored.
-func (k *known) has(resource, text string) (bool, error) {
-	texts, ok := k.texts[resource]
-	if !ok {
-		_, rules, err := listFor(k.tx, resource)
-		if err != nil {
-			return false, err
-		}
-		for _, r := range rules {
-			if r.Emitter.Resource != resource {
-				continue
-			}
-			if texts == nil {
-				texts = map[string]bool{}
-			}
-			texts[r.String()] = true
-		}
-		k.texts[resource] = texts
-	}
-	return texts[text], nil
-}
-
 type write struct {
 	key   string
 	value []byte
 }
 
-// appendIndex adds the index keys of one rule.
-func appendIndex(w []write, seq string, r Rule) []write {
-	res, n := resourcesOf(r)
-	for _, name := range res[:n] {
-		w = append(w, write{useKey(name, seq), []byte{}})
+// known answers which rules are stored, for one call: it reads each pair's
+// rules once (a composition asks about the rules of many pairs, a few
+// each).
+type known struct {
+	tx    *store.Tx
+	rules map[[2]string][]storedRule // by pair (see pair)
+}
+
+// storedRule is a rule of a pair as stored.
+type storedRule struct{ seq, text string }
+
+func newKnown(tx *store.Tx) *known { return &known{tx: tx, rules: map[[2]string][]storedRule{}} }
+
+// pair returns the pair of resources a and b in the order known keeps it:
+// the two keys of a pair hold the same rules, so one read answers both.
+func (k *known) pair(a, b string) [2]string {
+	if b < a {
+		a, b = b, a
 	}
-	return w
+	return [2]string{a, b}
+}
+
+// load returns the rules stored for pair p.
+func (k *known) load(p [2]string) ([]storedRule, error) {
+	if rules, ok := k.rules[p]; ok {
+		return rules, nil
+	}
+	seqs, rules, err := pairRules(k.tx, pairKey(p[0], p[1]))
+	if err != nil {
+		return nil, err
+	}
+	var out []storedRule
+	for i, r := range rules {
+		out = append(out, storedRule{seqs[i], r.String()})
+	}
+	k.rules[p] = out
+	return out, nil
+}
+
+// has reports whether the rule r, whose text is text, is stored.
+func (k *known) has(r Rule, text string) (bool, error) {
+	rules, err := k.load(k.pair(pairOf(r)))
+	if err != nil {
+		return false, err
+	}
+	for _, s := range rules {
+		if s.text == text {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// stored returns the sequence keys stored for pair p.
+func (k *known) stored(p [2]string) ([]string, error) {
+	rules, err := k.load(p)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]string, len(rules))
+	for i, s := range rules {
+		seqs[i] = s.seq
+	}
+	return seqs, nil
+}
+
+// pairSeqs splits the value of the index key key into sequence keys.
+func pairSeqs(key string, v []byte) ([]string, error) {
+	if len(v)%seqLen != 0 {
+		return nil, store.Damagedf("rule index %q holds %d bytes, not sequence keys of %d", key, len(v), seqLen)
+	}
+	seqs := make([]string, 0, len(v)/seqLen)
+	for i := 0; i < len(v); i += seqLen {
+		seqs = append(seqs, string(v[i:i+seqLen]))
+	}
+	return seqs, nil
+}
+
+// pairRules returns the rules the index key key lists, with their sequence
+// keys, in the order they were added.
+func pairRules(tx *store.Tx, key string) (seqs []string, rules []Rule, err error) {
+	v, err := tx.Get(store.Events, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if seqs, err = pairSeqs(key, v); err != nil {
+		return nil, nil, err
+	}
+	rules, err = records(tx, key, seqs)
+	return seqs, rules, err
+}
+
+// records reads the rules of the sequence keys seqs, which the index key
+// key lists.
+func records(tx *store.Tx, key string, seqs []string) ([]Rule, error) {
+	rules := make([]Rule, 0, len(seqs))
+	for _, seq := range seqs {
+		v, err := tx.Get(store.Events, rulePrefix+seq)
+		if err != nil {
+			return nil, fmt.Errorf("events bucket is corrupt: index %q names a missing rule: %w", key, err)
+		}
+		r, err := decode(rulePrefix+seq, v)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
 }
 
 // check tells the operator the first thing wrong with r, naming the rule and
@@ -178,54 +280,30 @@ func listActions(actions []string) string {
 	return strings.Join(sorted, ", ")
 }
 
-// resourcesOf lists the distinct resources a rule names: one when a rule
-// links two actions of the same resource.
-func resourcesOf(r Rule) (names [2]string, n int) {
-	if r.Emitter.Resource == r.Subscriber.Resource {
-		return [2]string{r.Emitter.Resource}, 1
-	}
-	return [2]string{r.Emitter.Resource, r.Subscriber.Resource}, 2
-}
-
-func useKey(resource, seq string) string { return usePrefix + resource + "\x00" + seq }
-
 // Remove deletes one rule. It returns an error wrapping ErrNoRule if the
 // rule is not stored.
 func Remove(tx *store.Tx, r Rule) error {
 	text := r.String()
-	seq, err := find(tx, r)
+	e, s := pairOf(r)
+	seqs, rules, err := pairRules(tx, pairKey(e, s))
 	if err != nil {
 		return fmt.Errorf("remove rule %q: %w", text, err)
 	}
-	if seq == "" {
+	i := slices.Index(rules, r)
+	if i < 0 {
 		return fmt.Errorf("%w %q", ErrNoRule, text)
 	}
-	return remove(tx, seq, text, r)
-}
-
-// find returns the sequence key of a stored rule, or "" when it is not
-// stored, reading its emitter's rules.
-func find(tx *store.Tx, r Rule) (string, error) {
-	seqs, rules, err := listFor(tx, r.Emitter.Resource)
-	if err != nil {
-		return "", err
+	if err := tx.Delete(store.Events, rulePrefix+seqs[i]); err != nil {
+		return fmt.Errorf("remove rule %q: %w", text, err)
 	}
-	for i, stored := range rules {
-		if stored == r {
-			return seqs[i], nil
+	rest := []byte(strings.Join(slices.Delete(seqs, i, i+1), ""))
+	for _, key := range slices.Compact([]string{pairKey(e, s), pairKey(s, e)}) {
+		if len(rest) == 0 {
+			err = tx.Delete(store.Events, key)
+		} else {
+			err = tx.Put(store.Events, key, rest)
 		}
-	}
-	return "", nil
-}
-
-func remove(tx *store.Tx, seq, text string, r Rule) error {
-	res, n := resourcesOf(r)
-	keys := [3]string{rulePrefix + seq}
-	for i, name := range res[:n] {
-		keys[1+i] = useKey(name, seq)
-	}
-	for _, k := range keys[:1+n] {
-		if err := tx.Delete(store.Events, k); err != nil {
+		if err != nil {
 			return fmt.Errorf("remove rule %q: %w", text, err)
 		}
 	}
@@ -235,8 +313,8 @@ func remove(tx *store.Tx, seq, text string, r Rule) error {
 // Has reports whether the rule is stored. A store that cannot be read
 // answers false; the transaction's next read reports why.
 func Has(tx *store.Tx, r Rule) bool {
-	seq, err := find(tx, r)
-	return err == nil && seq != ""
+	_, rules, err := pairRules(tx, pairKey(pairOf(r)))
+	return err == nil && slices.Contains(rules, r)
 }
 
 // List returns all rules in the order they were added.
@@ -266,42 +344,54 @@ func decode(key string, v []byte) (Rule, error) {
 // ListFor returns the rules naming resource as emitter or subscriber, in the
 // order they were added.
 func ListFor(tx *store.Tx, resource string) ([]Rule, error) {
-	_, rules, err := listFor(tx, resource)
-	return rules, err
+	seqs, _, err := pairsOf(tx, resource)
+	if err != nil {
+		return nil, err
+	}
+	// Each pair's rules are in order; together, they are in sequence
+	// order once sorted (fixed-width keys).
+	slices.Sort(seqs)
+	return records(tx, pairPrefix+resource, seqs)
 }
 
-// listFor returns the sequence keys of resource's rules alongside them.
-func listFor(tx *store.Tx, resource string) (seqs []string, rules []Rule, err error) {
-	prefix := usePrefix + resource + "\x00"
-	err = tx.ForEach(store.Events, prefix, func(key string, _ []byte) error {
-		seq := key[len(prefix):]
-		v, err := tx.Get(store.Events, rulePrefix+seq)
-		if err != nil {
-			return fmt.Errorf("events bucket is corrupt: index %q names a missing rule: %w", key, err)
-		}
-		r, err := decode(rulePrefix+seq, v)
+// pairsOf returns the sequence keys of the rules naming resource, pair by
+// pair, and the other resource of each pair (others[i] for seqs[i]).
+func pairsOf(tx *store.Tx, resource string) (seqs, others []string, err error) {
+	prefix := pairPrefix + resource + "\x00"
+	err = tx.ForEach(store.Events, prefix, func(key string, v []byte) error {
+		list, err := pairSeqs(key, v)
 		if err != nil {
 			return err
 		}
-		seqs = append(seqs, seq)
-		rules = append(rules, r)
+		for _, seq := range list {
+			seqs = append(seqs, seq)
+			others = append(others, key[len(prefix):])
+		}
 		return nil
 	})
-	return seqs, rules, err
+	return seqs, others, err
 }
 
 // RemoveFor deletes every rule naming resource, as when the resource itself
 // is removed, and returns how many it deleted.
 func RemoveFor(tx *store.Tx, resource string) (int, error) {
 	// Collect first: the bucket must not change under ForEach.
-	seqs, rules, err := listFor(tx, resource)
+	seqs, others, err := pairsOf(tx, resource)
 	if err != nil {
 		return 0, err
 	}
-	for i, r := range rules {
-		if err := remove(tx, seqs[i], r.String(), r); err != nil {
-			return i, err
+	for i, seq := range seqs {
+		if err := tx.Delete(store.Events, rulePrefix+seq); err != nil {
+			return 0, fmt.Errorf("remove the rules of %s: %w", resource, err)
+		}
+		if i > 0 && others[i] == others[i-1] {
+			continue
+		}
+		for _, key := range slices.Compact([]string{pairKey(resource, others[i]), pairKey(others[i], resource)}) {
+			if err := tx.Delete(store.Events, key); err != nil {
+				return 0, fmt.Errorf("remove the rules of %s: %w", resource, err)
+			}
 		}
 	}
-	return len(rules), nil
+	return len(seqs), nil
 }

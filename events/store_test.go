@@ -418,3 +418,20 @@ func BenchmarkList(b *testing.B) {
 		}
 	})
 }
+
+// An index value that is not a list of sequence keys is damage, named as
+// such, not a panic or a wrong answer.
+func TestDamagedIndexIsDamage(t *testing.T) {
+	db := openDB(t)
+	add(t, db, "after a.run b.run")
+	if err := db.Update(func(tx *store.Tx) error { return tx.Put(store.Events, pairKey("a", "b"), []byte("0001")) }); err != nil {
+		t.Fatal(err)
+	}
+	err := db.View(func(tx *store.Tx) error {
+		_, err := ListFor(tx, "a")
+		return err
+	})
+	if !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), `"u/a\x00b"`) {
+		t.Fatalf("ListFor over a damaged index: %v", err)
+	}
+}

@@ -15,13 +15,13 @@ import (
 // SchemaVersion is the layout version written into every store. Bump it when
 // a bucket's encoding changes incompatibly, with the upgrade of an older
 // store (upgrade.go), which opening it read-write runs in place.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Bucket names. Each domain package owns the encoding of its own bucket.
 const (
 	Resources   = "resources"   // resource name -> resources.Record
 	Connections = "connections" // receiver\x00emitter -> resources.Connection
-	Events      = "events"      // r/seq -> events rule text, u/resource\x00seq -> "" (package events)
+	Events      = "events"      // r/seq -> events rule text, u/resource\x00other -> seqs (package events)
 	Staged      = "staged"      // resource.action -> staging.Entry
 	StagedTags  = "staged_tags" // tag\x00key -> "" (index for --tag selections)
 	History     = "history"     // uid -> staging.HistoryEntry

@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/solarops/solar/store/kv"
 )
@@ -13,6 +16,7 @@ import (
 // buckets read only the newest.
 var upgrades = []func(tx kv.Tx) error{
 	2: dropRuleTextIndex,
+	3: indexRulesByPair,
 }
 
 // upgrade brings a store of schema version from to SchemaVersion.
@@ -39,6 +43,57 @@ func dropRuleTextIndex(tx kv.Tx) error {
 	}
 	for _, k := range keys {
 		if err := tx.Delete(Events, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexRulesByPair: versions 1 and 2 indexed each rule of the Events bucket
+// under each resource it names, u/<resource>\x00<seq> -> "". Version 3 keys
+// the index by the pair of resources a rule names: u/<a>\x00<b> and
+// u/<b>\x00<a> (u/<a>\x00<a> for a rule within one resource) both hold the
+// sequence keys of the pair's rules, rising, one after the other.
+func indexRulesByPair(tx kv.Tx) error {
+	const seqLen = 16
+	var old []string
+	named := map[string][]string{} // seq -> the resources its rule names
+	if err := tx.ForEach(Events, "u/", func(k string, _ []byte) error {
+		res, seq, ok := strings.Cut(k[len("u/"):], "\x00")
+		if !ok || len(seq) != seqLen {
+			return Damagedf("rule index key %q is not u/<resource>\\x00<sequence>", k)
+		}
+		old = append(old, k)
+		named[seq] = append(named[seq], res)
+		return nil
+	}); err != nil {
+		return err
+	}
+	pairs := map[string][]string{} // new key -> its sequence keys
+	for seq, res := range named {
+		switch len(res) {
+		case 1:
+			k := "u/" + res[0] + "\x00" + res[0]
+			pairs[k] = append(pairs[k], seq)
+		case 2:
+			for _, k := range []string{"u/" + res[0] + "\x00" + res[1], "u/" + res[1] + "\x00" + res[0]} {
+				pairs[k] = append(pairs[k], seq)
+			}
+		default:
+			return Damagedf("rule %s is indexed under %d resources", seq, len(res))
+		}
+	}
+	// Deleted before the new keys go in: a resource's name may look like a
+	// sequence key, so an old key may be a new one too.
+	for _, k := range old {
+		if err := tx.Delete(Events, k); err != nil {
+			return err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(pairs)) {
+		seqs := pairs[k]
+		slices.Sort(seqs)
+		if err := tx.Put(Events, k, []byte(strings.Join(seqs, ""))); err != nil {
 			return err
 		}
 	}

@@ -15,26 +15,29 @@ import (
 	"github.com/solarops/solar/store/pg"
 )
 
-// v1Rules are three rules as solar with schema version 1 stored them: the
-// record, the text index t/<text> (which version 2 no longer keeps) and one
-// u/ key per resource named.
-var v1Rules = []string{"after a.run b.run", "on b.run changed c.run", "on a.run ok a.update"}
+// oldRules are rules as solar with schema version 1 or 2 stored them: the
+// record, one u/<resource>\x00<seq> key per resource named and, in version
+// 1 only, the text index t/<text> -> seq. The last two name the same pair
+// (the emitter of one is the subscriber of the other).
+var oldRules = []string{"after a.run b.run", "on b.run changed c.run", "on a.run ok a.update", "after b.update a.update"}
 
-// writeV1 fills a store the way solar of schema version 1 left it; withText
-// false leaves out what version 2 no longer keeps.
-func writeV1(tx kv.Tx, withText bool) error {
-	puts := []struct{ b, k, v string }{
-		{store.Resources, "a", `{"name":"a"}`},
-		{store.Connections, "in/b\x00a", `{"emitter":"a","receiver":"b"}`},
-		{store.Staged, "a.run", `{"key":"a.run"}`},
-	}
-	for i, text := range v1Rules {
+// others are records of the other buckets, the same in every version.
+var others = []struct{ b, k, v string }{
+	{store.Resources, "a", `{"name":"a"}`},
+	{store.Connections, "in/b\x00a", `{"emitter":"a","receiver":"b"}`},
+	{store.Staged, "a.run", `{"key":"a.run"}`},
+}
+
+// writeOld fills a store the way solar of schema version 1 or 2 left it.
+func writeOld(tx kv.Tx, version int) error {
+	puts := others
+	for i, text := range oldRules {
 		if _, err := tx.NextSequence(store.Events); err != nil {
 			return err
 		}
 		seq := store.SeqKey(uint64(i + 1))
 		puts = append(puts, struct{ b, k, v string }{store.Events, "r/" + seq, text})
-		if withText {
+		if version == 1 {
 			puts = append(puts, struct{ b, k, v string }{store.Events, "t/" + text, seq})
 		}
 		r, err := events.Parse(text)
@@ -53,6 +56,32 @@ func writeV1(tx kv.Tx, withText bool) error {
 	return nil
 }
 
+// writeUpgraded fills a store with what writeOld's store holds once
+// upgraded: the rules indexed by pair.
+func writeUpgraded(tx kv.Tx) error {
+	seq := func(n uint64) string { return store.SeqKey(n) }
+	puts := others
+	for i, text := range oldRules {
+		if _, err := tx.NextSequence(store.Events); err != nil {
+			return err
+		}
+		puts = append(puts, struct{ b, k, v string }{store.Events, "r/" + seq(uint64(i+1)), text})
+	}
+	puts = append(puts, []struct{ b, k, v string }{
+		{store.Events, "u/a\x00a", seq(3)},
+		{store.Events, "u/a\x00b", seq(1) + seq(4)},
+		{store.Events, "u/b\x00a", seq(1) + seq(4)},
+		{store.Events, "u/b\x00c", seq(2)},
+		{store.Events, "u/c\x00b", seq(2)},
+	}...)
+	for _, p := range puts {
+		if err := tx.Put(p.b, p.k, []byte(p.v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 type catalog map[string][]string
 
 func (c catalog) Actions(resource string) ([]string, bool) {
@@ -60,53 +89,57 @@ func (c catalog) Actions(resource string) ([]string, bool) {
 	return a, ok
 }
 
-// TestUpgradeFromVersion1: a store of schema version 1 opened by this
-// solar is upgraded in place, on both backends, read-write or (bbolt)
-// read-only: afterwards it holds what version 1 held, less the rules' text
-// index, records byte for byte, and the rules read, match and go as before.
-func TestUpgradeFromVersion1(t *testing.T) {
-	v1 := func(be kv.Backend) {
+// TestUpgrade: a store of schema version 1 or 2 opened by this solar is
+// upgraded in place, on both backends, read-write or (bbolt) read-only:
+// afterwards it holds the records it held byte for byte, with the rules
+// indexed as this version indexes them, and the rules read, match and go as
+// before.
+func TestUpgrade(t *testing.T) {
+	old := func(be kv.Backend, version int) {
 		t.Helper()
-		if err := be.Update(func(tx kv.Tx) error { return writeV1(tx, true) }); err != nil {
+		if err := be.Update(func(tx kv.Tx) error { return writeOld(tx, version) }); err != nil {
 			t.Fatal(err)
 		}
 		if err := be.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	boltV1 := func(t *testing.T) string {
+	boltOld := func(t *testing.T, version int) string {
 		p := filepath.Join(t.TempDir(), "solar.db")
-		be, err := bolt.Open(p, bolt.Options{Buckets: store.Buckets, Meta: store.MetaBucket, Version: 1})
+		be, err := bolt.Open(p, bolt.Options{Buckets: store.Buckets, Meta: store.MetaBucket, Version: version})
 		if err != nil {
 			t.Fatal(err)
 		}
-		v1(be)
+		old(be, version)
 		return p
 	}
-	pgV1 := func(t *testing.T) string {
+	pgOld := func(t *testing.T, version int) string {
 		u := pgtest.Shared(t)
-		be, err := pg.Open(u, pg.Options{Buckets: store.Buckets, Meta: store.MetaBucket, Version: 1})
+		be, err := pg.Open(u, pg.Options{Buckets: store.Buckets, Meta: store.MetaBucket, Version: version})
 		if err != nil {
 			t.Fatal(err)
 		}
-		v1(be)
+		old(be, version)
 		return u
 	}
 	tests := []struct {
 		name     string
-		location func(t *testing.T) string
+		location func(t *testing.T, version int) string
+		version  int
 		readOnly bool
 	}{
-		{"bbolt", boltV1, false},
-		{"bbolt read-only", boltV1, true},
-		{"postgresql", pgV1, false},
+		{"bbolt 1", boltOld, 1, false},
+		{"bbolt 2", boltOld, 2, false},
+		{"bbolt 1 read-only", boltOld, 1, true},
+		{"postgresql 1", pgOld, 1, false},
+		{"postgresql 2", pgOld, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			loc := tt.location(t)
+			loc := tt.location(t, tt.version)
 			db, err := store.Open(loc, store.Options{ReadOnly: tt.readOnly})
 			if err != nil {
-				t.Fatalf("open a version 1 store: %v", err)
+				t.Fatalf("open a version %d store: %v", tt.version, err)
 			}
 			got := exportOf(t, db)
 			if err := db.Close(); err != nil {
@@ -118,7 +151,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer want.Close()
-			if err := want.Backend().Update(func(tx kv.Tx) error { return writeV1(tx, false) }); err != nil {
+			if err := want.Backend().Update(func(tx kv.Tx) error { return writeUpgraded(tx) }); err != nil {
 				t.Fatal(err)
 			}
 			if w := exportOf(t, want); got != w {
@@ -132,9 +165,9 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			cat := catalog{"a": {"run", "update"}, "b": {"run"}, "c": {"run"}}
+			cat := catalog{"a": {"run", "update"}, "b": {"run", "update"}, "c": {"run"}}
 			err = db.Update(func(tx *store.Tx) error {
-				for res, want := range map[string][]string{"a": {v1Rules[0], v1Rules[2]}, "b": v1Rules[:2], "c": {v1Rules[1]}} {
+				for res, want := range map[string][]string{"a": {oldRules[0], oldRules[2], oldRules[3]}, "b": {oldRules[0], oldRules[1], oldRules[3]}, "c": {oldRules[1]}} {
 					rules, err := events.ListFor(tx, res)
 					if err != nil {
 						return err
@@ -143,7 +176,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 						t.Errorf("rules of %s: %q, want %q", res, got, want)
 					}
 				}
-				r, _ := events.Parse(v1Rules[1])
+				r, _ := events.Parse(oldRules[0])
 				if !events.Has(tx, r) {
 					t.Errorf("Has(%q) = false", r)
 				}
@@ -156,8 +189,11 @@ func TestUpgradeFromVersion1(t *testing.T) {
 				if err := events.Remove(tx, r); !errors.Is(err, events.ErrNoRule) {
 					t.Errorf("removing it twice: %v", err)
 				}
+				if n, err := events.RemoveFor(tx, "c"); n != 1 || err != nil {
+					t.Errorf("RemoveFor(c) = %d, %v; want 1", n, err)
+				}
 				rules, err := events.List(tx)
-				if got := ruleTexts(rules); !slices.Equal(got, []string{v1Rules[0], v1Rules[2]}) {
+				if got := ruleTexts(rules); !slices.Equal(got, []string{oldRules[2], oldRules[3]}) {
 					t.Errorf("rules left: %q", got)
 				}
 				return err
