@@ -1,6 +1,8 @@
 package events
 
 import (
+	"slices"
+
 	"github.com/solarops/solar/store"
 )
 
@@ -9,24 +11,31 @@ import (
 // emitter, and is removed before it. A rule is left out when either base
 // lacks the action, since it could never order anything.
 func DefaultRules(cat Catalog, emitter, receiver string) []Rule {
+	return appendDefaultRules(nil, cat, emitter, receiver)
+}
+
+// defaultActions are the actions of the default rules; back says the rule
+// goes from the receiver to the emitter. Each default rule thus names its
+// connection: the emitter and receiver are the rule's two resources, in
+// this order unless back.
+var defaultActions = [...]struct {
+	action string
+	back   bool
+}{{"run", false}, {"update", false}, {"remove", true}}
+
+// appendDefaultRules appends DefaultRules(cat, emitter, receiver) to out.
+func appendDefaultRules(out []Rule, cat Catalog, emitter, receiver string) []Rule {
 	ea, _ := cat.Actions(emitter)
 	ra, _ := cat.Actions(receiver)
-	has := func(list []string, a string) bool {
-		for _, x := range list {
-			if x == a {
-				return true
-			}
+	for _, d := range defaultActions {
+		if !slices.Contains(ea, d.action) || !slices.Contains(ra, d.action) {
+			continue
 		}
-		return false
-	}
-	var out []Rule
-	for _, p := range []struct {
-		from, to string
-		action   string
-	}{{emitter, receiver, "run"}, {emitter, receiver, "update"}, {receiver, emitter, "remove"}} {
-		if has(ea, p.action) && has(ra, p.action) {
-			out = append(out, Rule{Kind: After, Emitter: Ref{p.from, p.action}, Subscriber: Ref{p.to, p.action}})
+		from, to := emitter, receiver
+		if d.back {
+			from, to = receiver, emitter
 		}
+		out = append(out, Rule{Kind: After, Emitter: Ref{from, d.action}, Subscriber: Ref{to, d.action}})
 	}
 	return out
 }
@@ -41,24 +50,28 @@ type Pair struct{ Emitter, Receiver string }
 // left out because they would close a cycle of after rules, which would
 // make every plan with both actions fail.
 func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, skipped []string, err error) {
-	// Up to three rules per pair (see DefaultRules).
+	// Up to three rules per pair (see DefaultRules). A default rule names
+	// its connection, so two pairs give the same rule only when they are
+	// the same pair: the first one owns it.
 	cands := make([]Rule, 0, 3*len(pairs))
 	texts := make([]string, 0, 3*len(pairs)) // of each candidate
 	of := make([]int, 0, 3*len(pairs))       // pair index of each candidate
-	seen := make(map[Rule]bool, 3*len(pairs))
+	seen := make(map[Pair]bool, len(pairs))
 	known := newKnown(tx)
+	var rules []Rule
 	for i, p := range pairs {
-		for _, r := range DefaultRules(cat, p.Emitter, p.Receiver) {
-			if seen[r] {
-				continue
-			}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		rules = appendDefaultRules(rules[:0], cat, p.Emitter, p.Receiver)
+		for _, r := range rules {
 			text := r.String()
 			stored, err := known.has(r, text)
 			if err != nil {
 				return nil, nil, err
 			}
 			if !stored {
-				seen[r] = true
 				cands = append(cands, r)
 				texts = append(texts, text)
 				of = append(of, i)
@@ -76,20 +89,33 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, r := range cands {
-		g.add(r.Emitter, r.Subscriber)
+	ends := make([][2]int32, len(cands))
+	for k, r := range cands {
+		ends[k] = g.add(r.Emitter, r.Subscriber)
 	}
 	comp := g.components()
-	var fresh []Rule
-	var freshTexts []string
+	fresh := make([]Rule, 0, len(cands))
+	freshTexts := make([]string, 0, len(cands))
+	freshOf := make([]int, 0, len(cands))
 	for k, r := range cands {
-		if comp[g.ids[r.Emitter]] == comp[g.ids[r.Subscriber]] {
+		if comp[ends[k][0]] == comp[ends[k][1]] {
 			skipped = append(skipped, texts[k])
 			continue
 		}
 		fresh = append(fresh, r)
 		freshTexts = append(freshTexts, texts[k])
-		owned[of[k]] = append(owned[of[k]], texts[k])
+		freshOf = append(freshOf, of[k])
+	}
+	// The texts a pair owns are a run of freshTexts (candidates come pair
+	// by pair), shared rather than copied, capped so that appending to one
+	// cannot overwrite the next.
+	for lo := 0; lo < len(freshOf); {
+		hi := lo + 1
+		for hi < len(freshOf) && freshOf[hi] == freshOf[lo] {
+			hi++
+		}
+		owned[freshOf[lo]] = freshTexts[lo:hi:hi]
+		lo = hi
 	}
 	if _, err := addKnown(tx, cat, known, fresh, freshTexts); err != nil {
 		return nil, nil, err
@@ -100,25 +126,28 @@ func AddDefaults(tx *store.Tx, cat Catalog, pairs ...Pair) (owned [][]string, sk
 // refGraph is a graph of actions numbered in the order they were added,
 // so that finding its components hashes every action once rather than on
 // every step (300,000 rules of a 100,000-link chain took 2 s with maps keyed
-// by action).
+// by action). Its edges are kept in two flat lists, and each action's
+// successors laid out in one array when components are sought, rather
+// than grown in a list per action.
 type refGraph struct {
-	ids  map[Ref]int32
-	succ [][]int32
+	ids      map[Ref]int32
+	from, to []int32 // edge i goes from from[i] to to[i]
 }
 
 func (g *refGraph) id(r Ref) int32 {
 	if n, ok := g.ids[r]; ok {
 		return n
 	}
-	n := int32(len(g.succ))
+	n := int32(len(g.ids))
 	g.ids[r] = n
-	g.succ = append(g.succ, nil)
 	return n
 }
 
-func (g *refGraph) add(from, to Ref) {
+// add adds the edge from -> to and returns the ids of its ends.
+func (g *refGraph) add(from, to Ref) [2]int32 {
 	f, t := g.id(from), g.id(to)
-	g.succ[f] = append(g.succ[f], t)
+	g.from, g.to = append(g.from, f), append(g.to, t)
+	return [2]int32{f, t}
 }
 
 // afterGraph returns the stored after rules as a graph, with room for
@@ -128,7 +157,7 @@ func afterGraph(tx *store.Tx, extra int) (*refGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &refGraph{ids: make(map[Ref]int32, len(rules)+extra)}
+	g := &refGraph{ids: make(map[Ref]int32, len(rules)+extra), from: make([]int32, 0, len(rules)+extra), to: make([]int32, 0, len(rules)+extra)}
 	for _, r := range rules {
 		if r.Kind == After {
 			g.add(r.Emitter, r.Subscriber)
@@ -141,7 +170,21 @@ func afterGraph(tx *store.Tx, extra int) (*refGraph, error) {
 // (Tarjan's algorithm, iterative so that long chains cannot overflow the
 // stack). Actions are visited in id order, so numbering is deterministic.
 func (g *refGraph) components() []int32 {
-	n := len(g.succ)
+	n := len(g.ids)
+	// succ[start[v]:start[v+1]] are v's successors, in the order added.
+	start := make([]int32, n+1)
+	for _, f := range g.from {
+		start[f+1]++
+	}
+	for v := range n {
+		start[v+1] += start[v]
+	}
+	succ := make([]int32, len(g.to))
+	fill := slices.Clone(start[:n])
+	for i, f := range g.from {
+		succ[fill[f]] = g.to[i]
+		fill[f]++
+	}
 	const unseen = -1
 	index := make([]int32, n)
 	low := make([]int32, n)
@@ -168,8 +211,8 @@ func (g *refGraph) components() []int32 {
 		onStack[root] = true
 		for len(work) > 0 {
 			f := &work[len(work)-1]
-			if f.i < len(g.succ[f.v]) {
-				w := g.succ[f.v][f.i]
+			if out := succ[start[f.v]:start[f.v+1]]; f.i < len(out) {
+				w := out[f.i]
 				f.i++
 				if index[w] == unseen {
 					index[w], low[w] = next, next

@@ -60,8 +60,9 @@ func Add(tx *store.Tx, cat Catalog, rules ...Rule) (added int, err error) {
 	return addKnown(tx, cat, newKnown(tx), rules, nil)
 }
 
-// addKnown is Add with the rules already stored found through known, and
-// their texts when the caller has them (texts[i] is rules[i].String()).
+// addKnown is Add with the rules already stored found through known. A
+// caller that has the rules' texts (texts[i] is rules[i].String()) passes
+// them, and then knows the rules to be distinct.
 func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []string) (added int, err error) {
 	for _, r := range rules {
 		if err := check(cat, r); err != nil {
@@ -70,7 +71,7 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 	}
 	recs := make([]write, 0, len(rules))
 	var batch map[string]bool // texts of this call, found before they are written
-	if len(rules) > 1 {
+	if len(rules) > 1 && texts == nil {
 		batch = make(map[string]bool, len(rules))
 	}
 	fresh := map[[2]string][]string{} // sequence keys added per pair, in the pair's order
@@ -114,7 +115,10 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 		if err != nil {
 			return 0, err
 		}
-		value := []byte(strings.Join(slices.Concat(old, fresh[p]), ""))
+		value := make([]byte, 0, seqLen*(len(old)+len(fresh[p])))
+		for _, seq := range slices.Concat(old, fresh[p]) {
+			value = append(value, seq...)
+		}
 		index = append(index, write{pairKey(p[0], p[1]), value})
 		if p[0] != p[1] {
 			index = append(index, write{pairKey(p[1], p[0]), value})

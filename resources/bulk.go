@@ -20,10 +20,10 @@ import (
 // each insert lands after the one before and the cost stays linear.
 //
 // Reads see the pending writes. Lookups of one key are a map access; a
-// prefix scan over one group of keys (everything up to and including the
-// first NUL: a resource's connections in or out) merges the group's
-// pending keys into what the store holds; any other scan first stores what
-// is pending.
+// prefix scan over one group of keys of the connections bucket (everything
+// up to and including the first NUL: a resource's connections in or out)
+// merges the group's pending keys into what the store holds; any other scan
+// first stores what is pending.
 
 // bulk is the write buffer of a catalog during a composition.
 type bulk struct {
@@ -31,7 +31,8 @@ type bulk struct {
 	// groups holds, per bucket and group prefix, the keys written in the
 	// group: unordered, possibly repeated, possibly no longer pending (a
 	// scan sorts them and looks each up in writes). A slice, not a set: a
-	// composition has two groups per connection, most of one key.
+	// composition has two groups per connection, most of one key. Only
+	// the connections bucket is scanned by group (see grouped).
 	groups map[bulkKey][]string
 	// fresh holds the resources this bulk write created that had no
 	// pending write before: the store holds nothing of them in the
@@ -47,6 +48,10 @@ type bulkWrite struct {
 	value []byte
 	del   bool
 }
+
+// grouped reports whether the keys of bucket are kept by group: the
+// buckets whose groups are scanned during a bulk write.
+func grouped(bucket string) bool { return bucket == store.Connections }
 
 // group returns the group prefix of key ("in/r1\x00" for "in/r1\x00r2"),
 // or "" for a key without NUL, which belongs to no group.
@@ -155,7 +160,7 @@ func (c *Catalog) del(bucket, key string) error {
 
 func (c *Catalog) pend(bucket, key string, w bulkWrite) {
 	k := bulkKey{bucket, key}
-	if _, ok := c.bulk.writes[k]; !ok {
+	if _, ok := c.bulk.writes[k]; !ok && grouped(bucket) {
 		if g := group(key); g != "" {
 			gk := bulkKey{bucket, g}
 			c.bulk.groups[gk] = append(c.bulk.groups[gk], key)
@@ -170,7 +175,7 @@ func (c *Catalog) forEach(bucket, prefix string, fn func(key string, value []byt
 	if c.bulk == nil {
 		return c.tx.ForEach(bucket, prefix, fn)
 	}
-	if prefix == "" || group(prefix) != prefix {
+	if prefix == "" || group(prefix) != prefix || !grouped(bucket) {
 		if err := c.flushBulk(); err != nil {
 			return err
 		}
