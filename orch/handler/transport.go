@@ -111,7 +111,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot make a private temp dir: %w", err))
 	}
-	defer os.RemoveAll(dir)
+	defer removeAttemptDir(dir)
 	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
 	if err := writeNew(inputsPath, a.Inputs); err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
@@ -129,10 +129,11 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	// it learns the group id, the token still finds every process.
 	g := Group{Boot: bootID(), Token: newToken()}
 	env = append(env, attemptVar+"="+g.Token)
-	notePath := filepath.Join(dir, groupFile)
-	if err := writeNote(notePath, a.Task, g); err != nil {
+	note, err := newNote(filepath.Join(dir, groupFile), a.Task, g)
+	if err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
 	}
+	defer note.Close()
 
 	cmd := scriptCommand(a.BaseDir, a.Script)
 	cmd.Dir = a.BaseDir
@@ -156,7 +157,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 		return Ended{}, l.startErr(a, err)
 	}
 	g.PGID, g.Start = cmd.Process.Pid, startTime(cmd.Process.Pid)
-	_ = writeNote(notePath, a.Task, g)
+	_ = rewriteNote(note, a.Task, g)
 	if a.Started != nil {
 		a.Started(g)
 	}
@@ -223,6 +224,54 @@ func writeNote(name, task string, g Group) error {
 		return err
 	}
 	return os.WriteFile(name, raw, 0o600)
+}
+
+// newNote creates an attempt's group note, exclusively, and keeps it open
+// for rewriteNote.
+func newNote(name, task string, g Group) (*os.File, error) {
+	raw, err := json.Marshal(groupNote{Task: task, Group: g})
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// rewriteNote replaces what note holds: the group once it runs. A sweep
+// reading it meanwhile sees the old record or the new one, both of which
+// find the group (by its token).
+func rewriteNote(note *os.File, task string, g Group) error {
+	raw, err := json.Marshal(groupNote{Task: task, Group: g})
+	if err != nil {
+		return err
+	}
+	if _, err := note.WriteAt(raw, 0); err != nil {
+		return err
+	}
+	return note.Truncate(int64(len(raw)))
+}
+
+// attemptFiles are what an attempt's private directory holds when the
+// script left nothing else there.
+var attemptFiles = []string{"inputs.json", "result.json", groupFile}
+
+// removeAttemptDir removes an attempt's private directory: its known files
+// one by one, then the directory, which spares the directory's listing;
+// anything else the script left there falls back to os.RemoveAll.
+func removeAttemptDir(dir string) {
+	for _, name := range attemptFiles {
+		_ = syscall.Unlink(filepath.Join(dir, name))
+	}
+	if syscall.Rmdir(dir) != nil {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // writeNew creates name exclusively, so that it never writes through a
