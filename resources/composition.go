@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -82,10 +81,8 @@ func LoadComposition(path string, getenv func(string) string) (*Composition, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: composition %s: %v", ErrBase, path, err)
 	}
-	var f compFile
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	f, err := parseComposition(raw)
+	if err != nil {
 		return nil, invalidf("%s: %s", path, yamlMessage(err))
 	}
 	c := &Composition{Path: path}
