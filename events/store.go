@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/solarops/solar/store"
 )
@@ -129,14 +130,29 @@ func addKnown(tx *store.Tx, cat Catalog, known *known, rules []Rule, texts []str
 	// put. Writing in key order keeps each insert at the end of what this
 	// batch wrote, which makes a big batch (a composition) linear. Records
 	// are in key order already (fixed-width rising sequence numbers) and
-	// sort before the index keys ("r/" < "u/"): only those are sorted.
-	slices.SortFunc(index, func(a, b write) int { return strings.Compare(a.key, b.key) })
-	for _, w := range slices.Concat(recs, index) {
-		if err := tx.Put(store.Events, w.key, w.value); err != nil {
-			return 0, fmt.Errorf("add rules: %w", err)
-		}
+	// sort before the index keys ("r/" < "u/"): only those are sorted, on
+	// another core while the records are written.
+	var wg sync.WaitGroup
+	wg.Go(func() { slices.SortFunc(index, func(a, b write) int { return strings.Compare(a.key, b.key) }) })
+	err = put(tx, recs)
+	wg.Wait()
+	if err == nil {
+		err = put(tx, index)
+	}
+	if err != nil {
+		return 0, err
 	}
 	return added, nil
+}
+
+// put writes ws in the events bucket, in their order.
+func put(tx *store.Tx, ws []write) error {
+	for _, w := range ws {
+		if err := tx.Put(store.Events, w.key, w.value); err != nil {
+			return fmt.Errorf("add rules: %w", err)
+		}
+	}
+	return nil
 }
 
 type write struct {

@@ -2,8 +2,10 @@ package resources
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/solarops/solar/store"
 )
@@ -81,29 +83,34 @@ func (c *Catalog) flushBulk() error {
 	if b == nil || len(b.writes) == 0 {
 		return nil
 	}
+	// Bucket by bucket, each sorted on a core of its own.
 	type entry struct {
-		bulkKey
+		key string
 		bulkWrite
 	}
-	all := make([]entry, 0, len(b.writes))
+	byBucket := map[string][]entry{}
 	for k, w := range b.writes {
-		all = append(all, entry{k, w})
+		byBucket[k.bucket] = append(byBucket[k.bucket], entry{k.key, w})
 	}
-	slices.SortFunc(all, func(x, y entry) int {
-		if n := strings.Compare(x.bucket, y.bucket); n != 0 {
-			return n
-		}
-		return strings.Compare(x.key, y.key)
-	})
-	for _, e := range all {
-		var err error
-		if e.del {
-			err = c.tx.Delete(e.bucket, e.key)
-		} else {
-			err = c.tx.Put(e.bucket, e.key, e.value)
-		}
-		if err != nil {
-			return err
+	buckets := slices.Sorted(maps.Keys(byBucket))
+	var wg sync.WaitGroup
+	for _, name := range buckets {
+		wg.Go(func() {
+			slices.SortFunc(byBucket[name], func(x, y entry) int { return strings.Compare(x.key, y.key) })
+		})
+	}
+	wg.Wait()
+	for _, name := range buckets {
+		for _, e := range byBucket[name] {
+			var err error
+			if e.del {
+				err = c.tx.Delete(name, e.key)
+			} else {
+				err = c.tx.Put(name, e.key, e.value)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	clear(b.writes)

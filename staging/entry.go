@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/solarops/solar/resources"
@@ -181,11 +182,16 @@ func (s *Stager) flush() error {
 		return nil
 	}
 	type write struct {
-		bucket, key string
-		value       []byte
-		del         bool
+		key   string
+		value []byte
+		del   bool
 	}
-	ws := make([]write, 0, 4*len(s.pending))
+	// The entries and the tag index, each written in key order (bucket
+	// by bucket); the index is sorted on another core while the entries
+	// are encoded.
+	ents := make([]write, 0, len(s.pending))
+	idx := make([]write, 0, 3*len(s.pending))
+	var enc []*Entry // of ents[i] when it is to be encoded
 	for key, e := range s.pending {
 		memo, known := s.storedTags[key]
 		was, stored := memo.tags, memo.stored
@@ -204,42 +210,56 @@ func (s *Stager) flush() error {
 		}
 		for k, v := range was {
 			if nv, ok := is[k]; !ok || nv != v {
-				ws = append(ws, write{bucket: store.StagedTags, key: tagKey(k, v, key), del: true})
+				idx = append(idx, write{key: tagKey(k, v, key), del: true})
 			}
 		}
 		for k, v := range is {
 			if ov, ok := was[k]; !ok || ov != v {
-				ws = append(ws, write{bucket: store.StagedTags, key: tagKey(k, v, key), value: []byte{}})
+				idx = append(idx, write{key: tagKey(k, v, key), value: []byte{}})
 			}
 		}
 		switch {
 		case e != nil:
-			raw, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("encode staged entry %s: %w", key, err)
-			}
-			ws = append(ws, write{bucket: store.Staged, key: key, value: raw})
+			ents = append(ents, write{key: key})
+			enc = append(enc, e)
 		case stored:
-			ws = append(ws, write{bucket: store.Staged, key: key, del: true})
+			ents = append(ents, write{key: key, del: true})
+			enc = append(enc, nil)
 		}
 	}
 	clear(s.pending)
 	clear(s.storedTags)
-	slices.SortFunc(ws, func(a, b write) int {
-		if c := strings.Compare(a.bucket, b.bucket); c != 0 {
-			return c
+	byKey := func(a, b write) int { return strings.Compare(a.key, b.key) }
+	var wg sync.WaitGroup
+	wg.Go(func() { slices.SortFunc(idx, byKey) })
+	var err error
+	for i, e := range enc {
+		if e == nil {
+			continue
 		}
-		return strings.Compare(a.key, b.key)
-	})
-	for _, w := range ws {
-		var err error
-		if w.del {
-			err = s.tx.Delete(w.bucket, w.key)
-		} else {
-			err = s.tx.Put(w.bucket, w.key, w.value)
+		if ents[i].value, err = json.Marshal(e); err != nil {
+			err = fmt.Errorf("encode staged entry %s: %w", e.Key, err)
+			break
 		}
-		if err != nil {
-			return fmt.Errorf("write staged log at %q: %w", w.key, err)
+	}
+	slices.SortFunc(ents, byKey)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		bucket string
+		ws     []write
+	}{{store.Staged, ents}, {store.StagedTags, idx}} {
+		for _, w := range b.ws {
+			if w.del {
+				err = s.tx.Delete(b.bucket, w.key)
+			} else {
+				err = s.tx.Put(b.bucket, w.key, w.value)
+			}
+			if err != nil {
+				return fmt.Errorf("write staged log at %q: %w", w.key, err)
+			}
 		}
 	}
 	return nil
