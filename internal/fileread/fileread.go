@@ -7,7 +7,6 @@ package fileread
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 )
@@ -23,31 +22,78 @@ var (
 // one ErrTooLarge (giving its size when known). With an error it returns no
 // data.
 func Read(name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// Plain system calls: an *os.File would also register the descriptor
+	// with the poller and stat it again, which a result file read after
+	// every task pays for.
+	fd, err := openNoEINTR(name)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, Kind(st.Mode()))
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, Kind(fileMode(st.Mode)))
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, st.Size(), limit)
+	if st.Size > limit {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, st.Size, limit)
 	}
 	// The size stat gives may be wrong (a /proc file says 0, a file may
-	// grow meanwhile): read one byte past the limit to see it exceeded.
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
+	// grow meanwhile): read up to one byte past the limit to see it
+	// exceeded, until a read returns nothing.
+	data := make([]byte, 0, min(st.Size, limit)+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		want := min(int64(cap(data)), limit+1)
+		n, err := syscall.Read(fd, data[len(data):want])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		data = data[:len(data)+n]
+		if int64(len(data)) > limit {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+		}
+		if n == 0 {
+			return data, nil
+		}
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+}
+
+// openNoEINTR opens name read-only without blocking (a FIFO) and without
+// leaking the descriptor into children.
+func openNoEINTR(name string) (int, error) {
+	for {
+		fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
 	}
-	return data, nil
+}
+
+// fileMode turns a stat mode's type bits into an os.FileMode for Kind.
+func fileMode(m uint32) os.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		return os.ModeNamedPipe
+	case syscall.S_IFCHR:
+		return os.ModeDevice | os.ModeCharDevice
+	case syscall.S_IFBLK:
+		return os.ModeDevice
+	case syscall.S_IFSOCK:
+		return os.ModeSocket
+	case syscall.S_IFDIR:
+		return os.ModeDir
+	case syscall.S_IFLNK:
+		return os.ModeSymlink
+	}
+	return os.ModeIrregular
 }
 
 // Kind names what a file is, for an error message.

@@ -113,7 +113,9 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	}
 	defer removeAttemptDir(dir)
 	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
-	if err := writeNew(inputsPath, a.Inputs); err != nil {
+	if fd, err := createNew(inputsPath, a.Inputs); err == nil {
+		syscall.Close(fd)
+	} else {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
 	}
 	parent := os.Environ()
@@ -228,34 +230,61 @@ func writeNote(name, task string, g Group) error {
 
 // newNote creates an attempt's group note, exclusively, and keeps it open
 // for rewriteNote.
-func newNote(name, task string, g Group) (*os.File, error) {
+func newNote(name, task string, g Group) (noteFile, error) {
 	raw, err := json.Marshal(groupNote{Task: task, Group: g})
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
+	fd, err := createNew(name, raw)
+	return noteFile(fd), err
+}
+
+// noteFile is an open group note. The files of an attempt are written with
+// plain system calls: an *os.File would cost the poller's registration and
+// more per task.
+type noteFile int
+
+// Close closes the note.
+func (n noteFile) Close() error {
+	if n < 0 {
+		return nil
 	}
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return syscall.Close(int(n))
 }
 
 // rewriteNote replaces what note holds: the group once it runs. A sweep
 // reading it meanwhile sees the old record or the new one, both of which
 // find the group (by its token).
-func rewriteNote(note *os.File, task string, g Group) error {
+func rewriteNote(note noteFile, task string, g Group) error {
 	raw, err := json.Marshal(groupNote{Task: task, Group: g})
 	if err != nil {
 		return err
 	}
-	if _, err := note.WriteAt(raw, 0); err != nil {
+	if _, err := syscall.Pwrite(int(note), raw, 0); err != nil {
 		return err
 	}
-	return note.Truncate(int64(len(raw)))
+	return syscall.Ftruncate(int(note), int64(len(raw)))
+}
+
+// createNew creates name exclusively (never writing through a file or link
+// someone else put there first), writes data to it and returns it open.
+func createNew(name string, data []byte) (int, error) {
+	fd, err := syscall.Open(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			syscall.Close(fd)
+			return -1, &os.PathError{Op: "write", Path: name, Err: err}
+		}
+		data = data[n:]
+	}
+	return fd, nil
 }
 
 // attemptFiles are what an attempt's private directory holds when the
