@@ -38,8 +38,10 @@ type bulk struct {
 	groups map[bulkKey][]string
 	// fresh holds the resources this bulk write created that had no
 	// pending write before: the store holds nothing of them in the
-	// effective bucket (Delete forgets it), so forgetting them drops
-	// pending writes without looking the keys up in the store.
+	// effective bucket (Delete forgets it) nor connections (Delete
+	// removes them), so forgetting them drops pending writes, and their
+	// connections are read from the pending writes, without looking in
+	// the store.
 	fresh map[string]bool
 }
 
@@ -54,6 +56,14 @@ type bulkWrite struct {
 // grouped reports whether the keys of bucket are kept by group: the
 // buckets whose groups are scanned during a bulk write.
 func grouped(bucket string) bool { return bucket == store.Connections }
+
+// freshGroup reports whether the group prefix of the connections bucket
+// ("in/NAME\x00" or "out/NAME\x00") is of a resource this bulk write
+// created (see fresh).
+func (b *bulk) freshGroup(prefix string) bool {
+	_, rest, ok := strings.Cut(prefix, "/")
+	return ok && b.fresh[strings.TrimSuffix(rest, "\x00")]
+}
 
 // group returns the group prefix of key ("in/r1\x00" for "in/r1\x00r2"),
 // or "" for a key without NUL, which belongs to no group.
@@ -190,7 +200,13 @@ func (c *Catalog) forEach(bucket, prefix string, fn func(key string, value []byt
 	}
 	gk := bulkKey{bucket, prefix}
 	keys := c.bulk.groups[gk]
+	// A resource this bulk write created has no connections in the store
+	// (Delete removes them with it): only pending ones.
+	stored := !c.bulk.freshGroup(prefix)
 	if len(keys) == 0 {
+		if !stored {
+			return nil
+		}
 		return c.tx.ForEach(bucket, prefix, fn)
 	}
 	slices.Sort(keys)
@@ -203,13 +219,15 @@ func (c *Catalog) forEach(bucket, prefix string, fn func(key string, value []byt
 		value []byte
 	}
 	var all []kv
-	if err := c.tx.ForEach(bucket, prefix, func(k string, v []byte) error {
-		if _, pending := c.bulk.writes[bulkKey{bucket, k}]; !pending {
-			all = append(all, kv{k, slices.Clone(v)})
+	if stored {
+		if err := c.tx.ForEach(bucket, prefix, func(k string, v []byte) error {
+			if _, pending := c.bulk.writes[bulkKey{bucket, k}]; !pending {
+				all = append(all, kv{k, slices.Clone(v)})
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
 	for _, k := range keys {
 		if w, ok := c.bulk.writes[bulkKey{bucket, k}]; ok && !w.del {
