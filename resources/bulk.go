@@ -138,6 +138,9 @@ func (c *Catalog) get(bucket, key string) ([]byte, error) {
 			}
 			return w.value, nil
 		}
+		if name, _, _ := strings.Cut(key, "\x00"); bucket == store.Effective && c.bulk.fresh[name] {
+			return nil, store.ErrNotFound // see fresh
+		}
 	}
 	return c.tx.Get(bucket, key)
 }
