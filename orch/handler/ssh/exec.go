@@ -363,7 +363,11 @@ func (l *lastBytes) text() string {
 }
 
 // trailerWriter passes the script's output on until the wrapper's marker,
-// "\n" NONCE " ", and parses the report after it:
+// RS NONCE " " (RS the record separator, 0x1e), and parses the report
+// after it. Output that may be the start of the marker is held back until
+// the next write tells; starting with a byte text never ends with, the
+// marker holds back nothing of ordinary output, so lines stream as they
+// are written (a marker starting with "\n" held back every line's end):
 //
 //	nobase\n
 //	exit CODE none\n
@@ -385,7 +389,7 @@ func newTrailerWriter(out io.Writer, nonce string) *trailerWriter {
 	if out == nil {
 		out = io.Discard
 	}
-	return &trailerWriter{out: out, marker: []byte("\n" + nonce + " "), end: []byte("\n" + nonce + ".\n"), complete: make(chan struct{})}
+	return &trailerWriter{out: out, marker: []byte("\x1e" + nonce + " "), end: []byte("\n" + nonce + ".\n"), complete: make(chan struct{})}
 }
 
 func (t *trailerWriter) Write(p []byte) (int, error) {
@@ -406,7 +410,13 @@ func (t *trailerWriter) Write(p []byte) (int, error) {
 		t.addReport(data[i+len(t.marker):])
 		return n, nil
 	}
-	keep := min(len(data), len(t.marker)-1)
+	keep := 0
+	for k := min(len(data), len(t.marker)-1); k > 0; k-- {
+		if bytes.HasPrefix(t.marker, data[len(data)-k:]) {
+			keep = k
+			break
+		}
+	}
 	if _, err := t.out.Write(data[:len(data)-keep]); err != nil {
 		return n, err
 	}

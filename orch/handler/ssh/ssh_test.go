@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -786,5 +787,44 @@ func TestCheckFindsMissingCommands(t *testing.T) {
 	want := fmt.Sprintf("node bare (%s) lacks commands actions need: tar, head, mkdir, mktemp, mv, chmod, rm, sleep", bare.Addr())
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("Check: %v, want %q", err, want)
+	}
+}
+
+// A remote script's output streams line by line as it is written, stdout
+// as well as stderr (a held-back line end delayed every stdout line until
+// the next one, the last until the attempt ended).
+func TestRemoteOutputStreams(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	_, sh := newTransport(t, map[string]*Node{"n1": node("n1", srv)}, Config{})
+	req := request(newBase(t, "echo one; echo uno >&2; sleep 1.5; echo two"), "n1")
+	type seen struct {
+		line handler.Line
+		at   time.Time
+	}
+	var (
+		mu    sync.Mutex
+		lines []seen
+	)
+	req.Output = func(l handler.Line) {
+		mu.Lock()
+		lines = append(lines, seen{l, time.Now()})
+		mu.Unlock()
+	}
+	if _, err := sh.Run(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, s := range lines {
+		got = append(got, string(s.line.Stream)+" "+s.line.Text)
+		if s.line.Text != "two" && ended.Sub(s.at) < time.Second {
+			t.Errorf("line %q arrived %v before the attempt ended, want it as soon as written (1.5 s before)", s.line.Text, ended.Sub(s.at))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"e uno", "o one", "o two"}; !slices.Equal(got, want) {
+		t.Fatalf("lines %q, want %q", got, want)
 	}
 }

@@ -16,7 +16,7 @@ if [ "$v" != 1 ]; then
 fi
 b=${XDG_CACHE_HOME:-$HOME/.cache}/solar/bases/$h
 if [ ! -d "$b" ]; then
-	printf "\n%s nobase\n" "$n"
+	printf "\036%s nobase\n" "$n"
 	exit 0
 fi
 d=
@@ -97,7 +97,7 @@ t=
 [ -f "$d/timer" ] && read -r t <"$d/timer"
 kill -KILL "$w" $t 2>/dev/null
 trap "" PIPE
-printf "\n%s exit %s " "$n" "$c"
+printf "\036%s exit %s " "$n" "$c"
 if [ -f "$d/result.json" ]; then
 	printf "result\n"
 	head -c "$((lim + 1))" "$d/result.json"
