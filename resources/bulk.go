@@ -98,7 +98,14 @@ func (c *Catalog) flushBulk() error {
 		key string
 		bulkWrite
 	}
-	byBucket := map[string][]entry{}
+	count := map[string]int{}
+	for k := range b.writes {
+		count[k.bucket]++
+	}
+	byBucket := make(map[string][]entry, len(count))
+	for name, n := range count {
+		byBucket[name] = make([]entry, 0, n)
+	}
 	for k, w := range b.writes {
 		byBucket[k.bucket] = append(byBucket[k.bucket], entry{k.key, w})
 	}

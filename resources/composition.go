@@ -316,8 +316,8 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (res *Compos
 			}
 			bases[e.From] = b
 		}
-		vals := Values{Text: map[string]string{}, Raw: map[string]any{}}
-		partial := map[string]any{} // objects that also take keys by reference
+		vals := Values{Raw: map[string]any{}} // no text: a composition's values are YAML
+		var partial map[string]any            // objects that also take keys by reference
 		keys := make([]string, 0, len(e.Input))
 		for k := range e.Input {
 			keys = append(keys, k)
@@ -361,6 +361,9 @@ func (c *Catalog) CreateComposition(name string, comp *Composition) (res *Compos
 					val, err := withOptional(d.Schema, refKeys).Check(plain)
 					if err != nil {
 						return nil, invalidf("%s: %s: input %q (%s): %v", where(), e.ID, k, d.Schema, maskErr(d, err))
+					}
+					if partial == nil {
+						partial = map[string]any{}
 					}
 					partial[k] = val
 				default:
