@@ -625,6 +625,12 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 		}
 		select {
 		case r := <-wk.done:
+			if ctx.Err() != nil {
+				// The kill came with this completion (a task it ended):
+				// halting first makes the task's successors SKIPPED
+				// stopped, which resume runs, not "upstream failed".
+				wk.halt()
+			}
 			wk.completeMany(r)
 		case <-stop:
 			wk.halt()

@@ -146,6 +146,14 @@ func (l *Locks) Close() error {
 	l.closed = true
 	var err error
 	if l.conn != nil {
+		// The server frees a closed session's locks only once it notices
+		// the disconnect; freed here, they are free when Close returns, for
+		// the next runner of the plan to take at once.
+		if len(l.held) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = l.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+			cancel()
+		}
 		err = l.conn.Close(context.Background())
 		l.conn = nil
 	}
