@@ -609,6 +609,7 @@ type execution struct {
 	// (unix nanoseconds).
 	stopLooked atomic.Int64
 	kill       context.CancelFunc // kills running tasks: orch stop --kill
+	killing    atomic.Bool
 	edits      uint64
 	external   map[string]string
 }
@@ -974,8 +975,11 @@ func (ex *execution) checkStop(tx *store.Tx) error {
 		return err
 	}
 	ex.closeStop()
-	if string(v) == stopKill {
-		ex.kill() // running tasks are killed, as by a second Ctrl-C
+	if string(v) == stopKill && !ex.killing.Swap(true) {
+		if ex.r.Note != nil {
+			ex.r.Note("orch stop --kill: killing running tasks")
+		}
+		ex.kill() // as a second Ctrl-C does
 	}
 	return nil
 }

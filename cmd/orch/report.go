@@ -80,10 +80,32 @@ func reportRun(opts *ReportOptions) error {
 	}
 	v := reportView{FormatVersion: app.FormatVersion, UID: rec.UID, Finished: true, Totals: map[string]int{}, Tasks: []reportTask{}}
 	var preds map[string]orch.Prediction
+	logged := map[string]bool{} // failed tasks whose attempts printed something
 	if err := opts.App.View(func(tx *store.Tx) error {
 		v.RunnerPID, v.Running = orch.Running(tx, rec.UID)
-		preds, err = orch.Predictions(tx, rec.UID)
-		return err
+		if preds, err = orch.Predictions(tx, rec.UID); err != nil {
+			return err
+		}
+		for id, st := range states {
+			if st.Status != orch.StatusError {
+				continue
+			}
+			attempts, err := orch.Attempts(tx, rec.UID, id)
+			if err != nil {
+				return err
+			}
+			for _, n := range attempts {
+				l, err := orch.ReadLog(tx, rec.UID, id, n, 0)
+				if err != nil {
+					return err
+				}
+				if len(l.Lines) > 0 {
+					logged[id] = true
+					break
+				}
+			}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -125,10 +147,7 @@ func reportRun(opts *ReportOptions) error {
 		}
 		note := t.Reason
 		if t.Error != "" {
-			note = oneLine(t.Error)
-			if len(note) > 120 {
-				note = "…" + note[len(note)-119:]
-			}
+			note = clip(oneLine(t.Error), 120)
 		}
 		att := ""
 		if t.Attempts > 0 {
@@ -171,9 +190,22 @@ func reportRun(opts *ReportOptions) error {
 	}
 	fmt.Fprintf(w, "\n%s: %s; %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "), wall, rec.UID, state)
 	for _, t := range v.Tasks {
-		if t.Status == string(orch.StatusError) {
+		if t.Status == string(orch.StatusError) && logged[t.ID] {
 			fmt.Fprintf(w, "what %s printed: solar orch logs %s %s\n", t.ID, rec.UID, t.ID)
 		}
 	}
 	return nil
+}
+
+// clip shortens s to about width characters by cutting out its middle: an
+// error's start says what failed and where, its end the last words of the
+// script or the fix to run. The whole text is in --json.
+func clip(s string, width int) string {
+	r := []rune(s)
+	if len(r) <= width {
+		return s
+	}
+	head := width / 2
+	tail := width - head - 1
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
