@@ -253,7 +253,13 @@ func readKey(path string) (gossh.Signer, error) {
 	if errors.As(err, &missing) {
 		return nil, errors.New("the key is protected by a passphrase: load it into ssh-agent (ssh-add) and leave ssh_key empty")
 	}
-	return s, err
+	if err != nil {
+		if _, _, _, _, perr := gossh.ParseAuthorizedKey(raw); perr == nil {
+			return nil, errors.New("this is a public key: give the private key's path (without .pub)")
+		}
+		return nil, fmt.Errorf("not a private key: %v", err)
+	}
+	return s, nil
 }
 
 // errScanned ends a handshake once the host key has been seen.
@@ -328,7 +334,7 @@ func scanHostKey(ctx context.Context, name, addr string, timeout time.Duration, 
 	if key != nil {
 		return key, true, nil
 	}
-	return nil, true, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", name, addr, cleanNetErr(err))
+	return nil, true, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", name, addr, handshakeReason(err))
 }
 
 // LoginName is the user a node with no ssh_user logs in as: the

@@ -245,12 +245,26 @@ func (p *pool) connect() (*conn, error) {
 				return nil, &hostKeyError{node: n.Name, addr: n.Addr(), want: FingerprintOf(n.HostKey), got: FingerprintOf(offered)}
 			}
 		}
-		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), cleanNetErr(err))
+		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), handshakeReason(err))
 	}
 	_ = raw.SetDeadline(time.Time{})
 	c := &conn{client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
 	go p.keepalive(c)
 	return c, nil
+}
+
+// handshakeReason says why an SSH handshake failed, without the library's
+// own "ssh: handshake failed:" (the message says so already).
+func handshakeReason(err error) error {
+	err = cleanNetErr(err)
+	msg := strings.TrimPrefix(err.Error(), "ssh: handshake failed: ")
+	switch {
+	case msg == "EOF" || strings.HasSuffix(msg, "connection reset by peer"):
+		return errors.New("the server closed the connection before the handshake ended (is it an SSH server? check ip and ssh_port, and the server's log)")
+	case msg != err.Error():
+		return errors.New(msg)
+	}
+	return err
 }
 
 // cleanNetErr drops the Go-internal "dial tcp" wording where the cause is

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -826,5 +827,45 @@ func TestRemoteOutputStreams(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"e uno", "o one", "o two"}; !slices.Equal(got, want) {
 		t.Fatalf("lines %q, want %q", got, want)
+	}
+}
+
+// A port where no SSH server speaks, and a key file that is not a private
+// key, are named as such.
+func TestNotSSHAndNotAKey(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, err = ScanHostKey(context.Background(), "n1", ln.Addr().String(), 2*time.Second)
+	want := fmt.Sprintf("node n1 (%s): ssh handshake failed: the server closed the connection before the handshake ended (is it an SSH server?", ln.Addr())
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("scan of a port that closes at once: %v, want %q", err, want)
+	}
+
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := gossh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "id_ed25519.pub")
+	if err := os.WriteFile(name, gossh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readKey(name); err == nil || err.Error() != "this is a public key: give the private key's path (without .pub)" {
+		t.Fatalf("readKey of a public key: %v", err)
 	}
 }
