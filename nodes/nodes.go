@@ -74,7 +74,7 @@ func Get(cat *resources.Catalog, name string) (*Node, error) {
 		return nil, err
 	}
 	if !r.Base.Node {
-		return nil, Errorf(ErrNotNode, "%s is not a node: its base %s has no node: true", name, r.Base.Name)
+		return nil, Errorf(ErrNotNode, "%s is not a node (its base %s does not say node: true); solar node list shows the nodes", name, r.Base.Name)
 	}
 	eff, err := cat.Effective(name)
 	if err != nil {
