@@ -342,6 +342,9 @@ type process interface {
 // waitOrStop waits for p, stopping its process group when ctx is done
 // first; Ended.Stopped reports that it did.
 func waitOrStop(ctx context.Context, p process, grace time.Duration) (Ended, error) {
+	if lp, ok := p.(*localProcess); ok {
+		return lp.waitOrStop(ctx, grace)
+	}
 	if ctx.Done() == nil {
 		exit, err := p.Wait()
 		return Ended{Exit: exit}, err
@@ -402,7 +405,32 @@ func startLocal(cmd *exec.Cmd) (*localProcess, error) {
 }
 
 func (p *localProcess) Wait() (Exit, error) {
-	err := <-p.waited
+	return p.exit(<-p.waited)
+}
+
+// waitOrStop is waitOrStop for a local command, which needs no goroutine
+// of its own to wait: the one that started the command reports its end.
+func (p *localProcess) waitOrStop(ctx context.Context, grace time.Duration) (Ended, error) {
+	select {
+	case err := <-p.waited:
+		exit, err := p.exit(err)
+		return Ended{Exit: exit}, err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-p.waited:
+		// It finished as time ran out: what it did stands.
+		exit, err := p.exit(err)
+		return Ended{Exit: exit}, err
+	default:
+	}
+	stopErr := p.Stop(grace)
+	exit, err := p.exit(<-p.waited)
+	return Ended{Exit: exit, Stopped: true}, errors.Join(err, stopErr)
+}
+
+// exit is how the command ended, given what cmd.Wait returned.
+func (p *localProcess) exit(err error) (Exit, error) {
 	st := p.cmd.ProcessState
 	if st == nil {
 		return Exit{Code: -1}, err
