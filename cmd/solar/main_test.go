@@ -344,30 +344,26 @@ func (s *sshServers) start(ts *testscript.TestScript, neg bool, args []string) {
 
 // stop is "stopsshd NAME": the node goes down.
 func (s *sshServers) stop(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: stopsshd NAME")
-	}
-	s.mu.Lock()
-	srv := s.byName[ts.Getenv("WORK")+"\x00"+args[0]]
-	s.mu.Unlock()
-	if srv == nil {
-		ts.Fatalf("stopsshd: no server %s", args[0])
-	}
-	srv.Stop()
+	s.named(ts, neg, "stopsshd", args).Stop()
 }
 
 // log is "sshdlog NAME": what the node's sshd logged, on stdout.
 func (s *sshServers) log(ts *testscript.TestScript, neg bool, args []string) {
+	_, _ = io.WriteString(ts.Stdout(), s.named(ts, neg, "sshdlog", args).LogText())
+}
+
+// named is the server that command's one argument names in this script.
+func (s *sshServers) named(ts *testscript.TestScript, neg bool, command string, args []string) *sshdtest.Server {
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: sshdlog NAME")
+		ts.Fatalf("usage: %s NAME", command)
 	}
 	s.mu.Lock()
 	srv := s.byName[ts.Getenv("WORK")+"\x00"+args[0]]
 	s.mu.Unlock()
 	if srv == nil {
-		ts.Fatalf("sshdlog: no server %s", args[0])
+		ts.Fatalf("%s: no server %s", command, args[0])
 	}
-	_, _ = io.WriteString(ts.Stdout(), srv.LogText())
+	return srv
 }
 
 // cmdSnapstore is "snapstore NAME": remember the store ($SOLAR_DB) as it is
