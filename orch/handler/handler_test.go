@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -981,5 +982,34 @@ func TestLargeInputsLeaveTheEnvironment(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(strings.TrimSpace(f[3])); n < len(big)+12*len(mid) {
 		t.Fatalf("inputs file has %s bytes, want every value", f[3])
+	}
+}
+
+// A script that exits 0 leaving a background child that holds its output
+// open ends as soon as the output has had ioGrace to close: its result
+// and what it printed stand, the child is left alone.
+func TestBackgroundChildHoldingOutput(t *testing.T) {
+	req := newRequest(t, "sleep 20 & echo $! >pids; echo done; echo fine >&2")
+	sh := &Shell{}
+	start := time.Now()
+	res, err := sh.Run(context.Background(), req)
+	took := time.Since(start)
+	pids := readPids(t, filepath.Join(req.BaseDir, "pids"))
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took < ioGrace || took > ioGrace+5*time.Second {
+		t.Errorf("Run took %v, want about ioGrace (%v) after the script's exit", took, ioGrace)
+	}
+	if res.Stdout != "done\n" || res.Stderr != "fine\n" {
+		t.Errorf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+	if !alive(t, pids[0]) {
+		t.Error("the background child was killed; a script may leave a service running")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,6 +89,87 @@ type Exit struct {
 // default Transport and is also its own Host.
 type Local struct{}
 
+// output is a local script's stdout and stderr: two pipes whose read ends
+// solar copies to the attempt's writers. os/exec would make them too for
+// writers that are not files, at the cost of more system calls per pipe
+// (both ends registered with the poller, the write end's mode set twice).
+type output struct {
+	w      [2]*os.File // the script's ends, blocking, closed once it started
+	r      [2]*os.File // solar's ends, through the poller
+	copied chan struct{}
+	once   sync.Once
+}
+
+// newOutput makes the pipes and starts copying them to stdout and stderr.
+func newOutput(stdout, stderr io.Writer) (*output, error) {
+	o := &output{copied: make(chan struct{}, 2)}
+	for i, to := range []io.Writer{stdout, stderr} {
+		var p [2]int
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+			o.started()
+			o.closeAll()
+			return nil, fmt.Errorf("cannot make an output pipe: %w", err)
+		}
+		if err := syscall.SetNonblock(p[0], true); err != nil {
+			syscall.Close(p[0])
+			syscall.Close(p[1])
+			o.started()
+			o.closeAll()
+			return nil, fmt.Errorf("cannot make an output pipe: %w", err)
+		}
+		o.r[i], o.w[i] = os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1")
+		if to == nil {
+			to = io.Discard
+		}
+		go func(r *os.File) {
+			_, _ = io.Copy(to, r)
+			o.copied <- struct{}{}
+		}(o.r[i])
+	}
+	return o, nil
+}
+
+// started closes the script's ends in solar, once the script has them (or
+// could not start): the copies end when the script's side closes.
+func (o *output) started() {
+	for _, w := range o.w {
+		if w != nil {
+			w.Close()
+		}
+	}
+}
+
+// finish waits for the copies to reach the end of the output, at most
+// grace once the script has exited: a background child that keeps the
+// output open must not hold the attempt. Then it closes solar's ends.
+func (o *output) finish(grace time.Duration) {
+	o.once.Do(func() {
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		expired := timer.C
+		for n := 0; n < 2; {
+			select {
+			case <-o.copied:
+				n++
+			case <-expired:
+				// Closing ends the copies still reading; they are
+				// waited for, as they write to the attempt's writers.
+				o.closeAll()
+				expired = nil
+			}
+		}
+		o.closeAll()
+	})
+}
+
+func (o *output) closeAll() {
+	for _, f := range o.r {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 // ioGrace bounds how long Wait waits for the command's output once it has
 // exited: a background child that keeps stdout open must not hold the
 // attempt forever.
@@ -137,24 +219,28 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	}
 	defer note.Close()
 
+	out, err := newOutput(a.Stdout, a.Stderr)
+	if err != nil {
+		return Ended{}, l.startErr(a, err)
+	}
 	cmd := scriptCommand(a.BaseDir, a.Script)
 	cmd.Dir = a.BaseDir
 	cmd.Env = env
-	cmd.Stdout = a.Stdout
-	cmd.Stderr = a.Stderr
+	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
 	// The script dies with the executor: kill -9 of solar must not leave
 	// it running beside the copy that resume starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = ioGrace
 	p, err := startLocal(cmd)
 	if errors.Is(err, syscall.ENOEXEC) {
 		// Executable but no #! line: the shell runs it, as a shell would.
 		retry := exec.Command(interpreter, a.Script)
 		retry.Dir, retry.Env, retry.Stdout, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr
-		retry.SysProcAttr, retry.WaitDelay = cmd.SysProcAttr, cmd.WaitDelay
+		retry.SysProcAttr = cmd.SysProcAttr
 		cmd = retry
 		p, err = startLocal(cmd)
 	}
+	out.started()
+	defer out.finish(ioGrace)
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
@@ -164,6 +250,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 		a.Started(g)
 	}
 	ended, err := waitOrStop(ctx, p, a.Grace)
+	out.finish(ioGrace)
 	if err != nil {
 		return ended, fmt.Errorf("lost the script: %w", err)
 	}
