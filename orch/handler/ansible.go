@@ -162,7 +162,7 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Started != nil {
 		req.Started(g)
 	}
-	ended, waitErr := waitOrStop(attempt, p, grace)
+	ended, waitErr := p.waitOrStop(attempt, grace)
 	// What ansible-playbook left running (an SSH control master waiting
 	// out ControlPersist) carries the attempt's token: it goes too.
 	_, _ = KillGroup(Group{Boot: g.Boot, Token: g.Token}, time.Second)

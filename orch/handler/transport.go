@@ -249,7 +249,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if a.Started != nil {
 		a.Started(g)
 	}
-	ended, err := waitOrStop(ctx, p, a.Grace)
+	ended, err := p.waitOrStop(ctx, a.Grace)
 	out.finish(ioGrace)
 	if err != nil {
 		return ended, fmt.Errorf("lost the script: %w", err)
@@ -414,53 +414,8 @@ func readRegular(name string, limit int64) ([]byte, error) {
 	return data, err
 }
 
-// process is a started command that can be waited for and stopped.
-type process interface {
-	// Wait waits for the command to exit. Its error is about waiting
-	// itself; how the command ended is in Exit.
-	Wait() (Exit, error)
-	// Stop ends the command and everything in its process group: SIGTERM,
-	// then SIGKILL once grace has passed with some of them still alive (at
-	// once when grace is negative). It may be called while Wait is blocked
-	// in another goroutine.
-	Stop(grace time.Duration) error
-}
-
-// waitOrStop waits for p, stopping its process group when ctx is done
-// first; Ended.Stopped reports that it did.
-func waitOrStop(ctx context.Context, p process, grace time.Duration) (Ended, error) {
-	if lp, ok := p.(*localProcess); ok {
-		return lp.waitOrStop(ctx, grace)
-	}
-	if ctx.Done() == nil {
-		exit, err := p.Wait()
-		return Ended{Exit: exit}, err
-	}
-	type waited struct {
-		exit Exit
-		err  error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		e, err := p.Wait()
-		done <- waited{e, err}
-	}()
-	select {
-	case w := <-done:
-		return Ended{Exit: w.exit}, w.err
-	case <-ctx.Done():
-	}
-	select {
-	case w := <-done:
-		// It finished as time ran out: what it did stands.
-		return Ended{Exit: w.exit}, w.err
-	default:
-	}
-	stopErr := p.Stop(grace)
-	w := <-done
-	return Ended{Exit: w.exit, Stopped: true}, errors.Join(w.err, stopErr)
-}
-
+// localProcess is a started local command that can be waited for and
+// stopped.
 type localProcess struct {
 	cmd    *exec.Cmd
 	waited chan error
@@ -491,11 +446,8 @@ func startLocal(cmd *exec.Cmd) (*localProcess, error) {
 	return p, nil
 }
 
-func (p *localProcess) Wait() (Exit, error) {
-	return p.exit(<-p.waited)
-}
-
-// waitOrStop is waitOrStop for a local command, which needs no goroutine
+// waitOrStop waits for the command, stopping its process group when ctx
+// is done first; Ended.Stopped reports that it did. It needs no goroutine
 // of its own to wait: the one that started the command reports its end.
 func (p *localProcess) waitOrStop(ctx context.Context, grace time.Duration) (Ended, error) {
 	select {
@@ -537,6 +489,9 @@ func (p *localProcess) exit(err error) (Exit, error) {
 	return exit, err
 }
 
+// Stop ends the command and everything in its process group: SIGTERM,
+// then SIGKILL once grace has passed with some of them still alive (at
+// once when grace is negative).
 func (p *localProcess) Stop(grace time.Duration) error {
 	pgid := p.cmd.Process.Pid
 	if grace >= 0 {
