@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/solarops/solar/internal/fileread"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +69,7 @@ type procStat struct {
 // hold spaces and parentheses itself, so fields are counted from the last
 // ")".
 func readStat(pid int) (procStat, error) {
-	raw, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	raw, err := fileread.Read("/proc/"+strconv.Itoa(pid)+"/stat", 64<<10)
 	if err != nil {
 		return procStat{}, err
 	}
@@ -96,34 +97,6 @@ var bootID = sync.OnceValue(func() string {
 	}
 	return strings.TrimSpace(string(raw))
 })
-
-// readProc reads a small /proc file with plain system calls: one is read
-// after every start of a script, and an *os.File would cost the poller's
-// registration and a stat besides.
-func readProc(name string) ([]byte, error) {
-	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 0, 512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: name, Err: err}
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
-}
 
 // startTime is a process's start time in clock ticks since boot; 0 when
 // unknown.

@@ -195,9 +195,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	}
 	defer removeAttemptDir(dir)
 	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
-	if fd, err := createNew(inputsPath, a.Inputs); err == nil {
-		syscall.Close(fd)
-	} else {
+	if err := writeNew(inputsPath, a.Inputs); err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
 	}
 	parent := os.Environ()
@@ -393,15 +391,11 @@ func removeAttemptDir(dir string) {
 // writeNew creates name exclusively, so that it never writes through a
 // file or link someone else put there first.
 func writeNew(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	fd, err := createNew(name, data)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return syscall.Close(fd)
 }
 
 // readRegular reads a file the script wrote (the result file), which solar
