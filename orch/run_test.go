@@ -558,16 +558,7 @@ func TestWrittenForgetsRanInputs(t *testing.T) {
 // from it, as the plan's own edges (not copies), in plan order, each list
 // allocated at its size.
 func TestPrepareReactEdges(t *testing.T) {
-	path, uid := noopStack(t, []string{"a", "b", "c"}, "on a.run changed b.run", "on a.run success c.run", "on b.run changed c.run", "after b.run c.run")
-	view(t, path, func(tx *store.Tx) error {
-		rec, err := Load(tx, uid)
-		if err != nil {
-			return err
-		}
-		infos, err := (&Runner{}).prepare(tx, rec)
-		if err != nil {
-			return err
-		}
+	withPrepared(t, func(rec *Record, infos map[string]*taskInfo) {
 		want := map[string][]*planner.Edge{}
 		for i := range rec.Plan.Edges {
 			if e := &rec.Plan.Edges[i]; e.Kind == planner.EdgeReact {
@@ -589,23 +580,13 @@ func TestPrepareReactEdges(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
 }
 
 // TestWalkTasksInEdges checks that each task gets the plan's edges into it,
 // in plan order, each list allocated at its size.
 func TestWalkTasksInEdges(t *testing.T) {
-	path, uid := noopStack(t, []string{"a", "b", "c"}, "on a.run changed b.run", "on a.run success c.run", "on b.run changed c.run", "after b.run c.run")
-	view(t, path, func(tx *store.Tx) error {
-		rec, err := Load(tx, uid)
-		if err != nil {
-			return err
-		}
-		infos, err := (&Runner{}).prepare(tx, rec)
-		if err != nil {
-			return err
-		}
+	withPrepared(t, func(rec *Record, infos map[string]*taskInfo) {
 		want := map[string][]InEdge{}
 		for _, e := range rec.Plan.Edges {
 			want[e.To] = append(want[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
@@ -618,6 +599,24 @@ func TestWalkTasksInEdges(t *testing.T) {
 				t.Errorf("%s: in-edges %v (room for %d), want %v", task.ID, task.In, cap(task.In), want[task.ID])
 			}
 		}
+	})
+}
+
+// withPrepared calls check with the plan of a small stack with react and
+// after edges, and what prepare made of it.
+func withPrepared(t *testing.T, check func(rec *Record, infos map[string]*taskInfo)) {
+	t.Helper()
+	path, uid := noopStack(t, []string{"a", "b", "c"}, "on a.run changed b.run", "on a.run success c.run", "on b.run changed c.run", "after b.run c.run")
+	view(t, path, func(tx *store.Tx) error {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		infos, err := (&Runner{}).prepare(tx, rec)
+		if err != nil {
+			return err
+		}
+		check(rec, infos)
 		return nil
 	})
 }
