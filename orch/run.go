@@ -60,6 +60,13 @@ type Runner struct {
 	// Idle is how often the runner, between writes, looks for another
 	// process waiting for the store, to let it in (default 20ms).
 	Idle time.Duration
+	// Prepare, if set, is called in the transaction that claims the plan,
+	// with the task states as stored, and returns the states the run
+	// starts from: a command's own preparation (tasks set back to PENDING,
+	// a check that the plan is still what was reviewed), done where the
+	// plan is loaded once. Its error ends Run before any task, with nothing
+	// written. It may be called again if the transaction is retried.
+	Prepare func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error)
 	// Started, if set, is called once the plan is claimed, before any task,
 	// with the states the run starts from.
 	Started func(rec *Record, states map[string]State)
@@ -147,6 +154,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		}
 		if initial, err = States(tx, rec); err != nil {
 			return err
+		}
+		if r.Prepare != nil {
+			if initial, err = r.Prepare(tx, rec, initial); err != nil {
+				return err
+			}
 		}
 		if leftover, err = orphanGroups(tx); err != nil {
 			return err

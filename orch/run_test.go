@@ -620,3 +620,53 @@ func withPrepared(t *testing.T, check func(rec *Record, infos map[string]*taskIn
 		return nil
 	})
 }
+
+// TestRunnerPrepare checks the command's preparation hook: it runs in the
+// claiming transaction with the stored states, the states it returns are
+// those the run starts from, and its error ends the run with nothing
+// written, the claim included.
+func TestRunnerPrepare(t *testing.T) {
+	path, uid := noopStack(t, []string{"a", "b"})
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := errors.New("refused by the command")
+	_, _, err = (&Runner{Path: path, UID: uid, Concurrency: 1,
+		Prepare: func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error) {
+			if len(states) != 2 || rec.UID != uid {
+				t.Errorf("Prepare got %d states of plan %s, want 2 of %s", len(states), rec.UID, uid)
+			}
+			return nil, refuse
+		}}).Run(context.Background(), nil)
+	if !errors.Is(err, refuse) {
+		t.Fatalf("Run = %v, want the Prepare error", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatal("a run refused by Prepare changed the store")
+	}
+
+	// The states Prepare returns are the run's starting point: a task it
+	// reports finished does not run.
+	var started []string
+	_, states, err := (&Runner{Path: path, UID: uid, Concurrency: 1,
+		Prepare: func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error) {
+			states["a.run#0"] = State{Status: StatusSkipped, Reason: ReasonFiltered}
+			return states, nil
+		},
+		Progress: func(id string, st State) {
+			if st.Status == StatusInProgress {
+				started = append(started, id)
+			}
+		}}).Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(started, []string{"b.run#0"}) || states["a.run#0"].Status != StatusSkipped {
+		t.Fatalf("started %v, a.run#0 %v; want only b.run#0 started and a.run#0 as Prepare left it", started, states["a.run#0"])
+	}
+}

@@ -231,7 +231,13 @@ func (s *Stager) flush() error {
 	clear(s.storedTags)
 	byKey := func(a, b write) int { return strings.Compare(a.key, b.key) }
 	var wg sync.WaitGroup
-	wg.Go(func() { slices.SortFunc(idx, byKey) })
+	if len(idx) >= parallelSort {
+		wg.Go(func() { slices.SortFunc(idx, byKey) })
+	} else {
+		// A task's commit deletes an entry or two: a goroutine of its own
+		// would cost more (waking an idle thread) than the sort.
+		slices.SortFunc(idx, byKey)
+	}
 	var err error
 	for i, e := range enc {
 		if e == nil {
@@ -264,6 +270,10 @@ func (s *Stager) flush() error {
 	}
 	return nil
 }
+
+// parallelSort is the number of index writes from which flush sorts them
+// on another core while it encodes the entries.
+const parallelSort = 1024
 
 // List returns every staged entry in staging order.
 func List(tx *store.Tx) ([]*Entry, error) {

@@ -1,6 +1,7 @@
 package orch
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +159,34 @@ func resetWhere(match func(orch.State) bool) func(*store.Tx, *orch.Record, map[s
 	}
 }
 
+// prepareRun is the runner's Prepare: the variant's resets, then the
+// checks that there is something to run and that it is still what was
+// reviewed. Done in the runner's claiming transaction, the plan is loaded
+// once (at 100,000 tasks a load costs a second).
+func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[string]orch.State) (map[string]orch.State, error) {
+	if opts.Prepare != nil {
+		// retry and resume may find nothing to reset; restart always does.
+		if err := opts.Prepare(tx, rec, states); err != nil {
+			return nil, err
+		}
+		var err error
+		if states, err = orch.States(tx, rec); err != nil {
+			return nil, err
+		}
+	}
+	if orch.Done(states) {
+		return nil, errFinished
+	}
+	// What would run must still be what was reviewed.
+	var todo []string
+	for id, st := range states {
+		if !st.Status.Finished() || orch.Stopped(st) {
+			todo = append(todo, id)
+		}
+	}
+	return states, orch.RefuseStale(tx, rec, todo)
+}
+
 // errFinished rolls back the preparation of a plan that has nothing left
 // to run, so that it is not marked unfinished again.
 var errFinished = errors.New("plan already finished")
@@ -169,50 +198,11 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	var uid string
-	err = a.Update(func(tx *store.Tx) error {
+	err = a.View(func(tx *store.Tx) error {
 		var err error
-		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
-			return err
-		}
-		// The runner would refuse too, but only after this transaction
-		// has reset states under a live run.
-		if err := orch.RefuseRunning(tx, uid); err != nil {
-			return err
-		}
-		rec, err := orch.Load(tx, uid)
-		if err != nil {
-			return err
-		}
-		states, err := orch.States(tx, rec)
-		if err != nil {
-			return err
-		}
-		if opts.Prepare != nil {
-			// retry and resume may find nothing to reset; restart always does.
-			if err := opts.Prepare(tx, rec, states); err != nil {
-				return err
-			}
-			if states, err = orch.States(tx, rec); err != nil {
-				return err
-			}
-		}
-		if orch.Done(states) {
-			return errFinished
-		}
-		// What would run must still be what was reviewed.
-		var todo []string
-		for id, st := range states {
-			if !st.Status.Finished() || orch.Stopped(st) {
-				todo = append(todo, id)
-			}
-		}
-		return orch.RefuseStale(tx, rec, todo)
+		uid, err = orch.Resolve(tx, opts.Ref)
+		return err
 	})
-	if errors.Is(err, errFinished) {
-		// Not an error: the plan is in the state the user asked for.
-		fmt.Fprintf(a.IO.Err, "plan %s is already finished; nothing to run (solar orch restart %s runs it again)\n", uid, uid)
-		return nil
-	}
 	if err != nil {
 		return err
 	}
@@ -224,6 +214,7 @@ func runRun(opts *RunOptions) error {
 	in := interrupts(pr)
 	defer in.release()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+		Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)
 			pr.start(uid, opts.Verb)
@@ -233,6 +224,11 @@ func runRun(opts *RunOptions) error {
 	}
 	rec, states, err := r.Run(in.ctx, in.stop)
 	pr.end()
+	if errors.Is(err, errFinished) {
+		// Not an error: the plan is in the state the user asked for.
+		fmt.Fprintf(a.IO.Err, "plan %s is already finished; nothing to run (solar orch restart %s runs it again)\n", uid, uid)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -320,7 +316,7 @@ func (in *interrupt) typed() bool {
 // that ticks at least every second.
 type progress struct {
 	mu      sync.Mutex
-	w       io.Writer
+	w       *bufio.Writer // the stream, flushed within flushEvery
 	tty     bool
 	color   bool
 	started time.Time
@@ -332,30 +328,37 @@ type progress struct {
 	quit    chan struct{}
 }
 
+// flushEvery bounds how long a progress line waits in the buffer: a run of
+// many quick tasks would otherwise spend a system call (and the reader's
+// wake-up) on every line.
+const flushEvery = 50 * time.Millisecond
+
 func newProgress(w io.Writer, tty, color bool, now time.Time) *progress {
-	p := &progress{w: w, tty: tty, color: color, started: now, running: map[string]bool{}, quit: make(chan struct{})}
-	if tty {
-		go p.tick()
-	}
+	p := &progress{w: bufio.NewWriterSize(w, 64<<10), tty: tty, color: color, started: now, running: map[string]bool{}, quit: make(chan struct{})}
+	go p.tick()
 	return p
 }
 
-// tick redraws the summary line every second, so the elapsed time moves
-// while tasks run without a word.
+// tick writes out what is buffered every flushEvery and, on a terminal,
+// redraws the summary line every second, so the elapsed time moves while
+// tasks run without a word.
 func (p *progress) tick() {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(flushEvery)
 	defer t.Stop()
+	redrawn := time.Now()
 	for {
 		select {
 		case <-p.quit:
 			return
-		case <-t.C:
+		case now := <-t.C:
 			p.mu.Lock()
-			if p.status {
+			if p.tty && p.status && now.Sub(redrawn) >= time.Second {
+				redrawn = now
 				fmt.Fprint(p.w, "\r\033[K")
 				p.status = false
 				p.redraw()
 			}
+			_ = p.w.Flush()
 			p.mu.Unlock()
 		}
 	}
@@ -377,6 +380,8 @@ func (p *progress) begin(rec *orch.Record, states map[string]orch.State) {
 }
 
 func (p *progress) start(uid, verb string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "%s plan %s\n", verb, uid)
 }
 
@@ -392,6 +397,7 @@ func (p *progress) note(msg string) {
 	defer p.mu.Unlock()
 	p.clear()
 	fmt.Fprintln(p.w, msg)
+	_ = p.w.Flush() // a note is news: it does not wait
 }
 
 func (p *progress) task(id string, st orch.State) {
@@ -455,10 +461,14 @@ func (p *progress) end() {
 		close(p.quit)
 	}
 	p.clear()
+	_ = p.w.Flush()
 }
 
 func (p *progress) summary(rec *orch.Record, states map[string]orch.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "plan %s: %s in %.2fs\n", rec.UID, totals(states), time.Since(p.started).Seconds())
+	_ = p.w.Flush()
 }
 
 func totals(states map[string]orch.State) string {
