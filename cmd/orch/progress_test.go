@@ -59,3 +59,24 @@ func TestProgressBuffered(t *testing.T) {
 		t.Fatalf("a note waited in the buffer; output ends %q", out[max(0, len(out)-40):])
 	}
 }
+
+// TestGCPercentFor checks that only a big plan collects more often, and
+// never against the operator's GOGC.
+func TestGCPercentFor(t *testing.T) {
+	none := func(string) string { return "" }
+	set := func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		n      int
+		getenv func(string) string
+		want   int
+	}{{10, none, 0}, {bigPlan - 1, none, 0}, {bigPlan, none, 50}, {100000, none, 50}, {100000, set, 0}} {
+		if got := gcPercentFor(tt.n, tt.getenv); got != tt.want {
+			t.Errorf("gcPercentFor(%d, GOGC=%q) = %d, want %d", tt.n, tt.getenv("GOGC"), got, tt.want)
+		}
+	}
+}

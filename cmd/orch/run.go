@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,6 +165,11 @@ func resetWhere(match func(orch.State) bool) func(*store.Tx, *orch.Record, map[s
 // reviewed. Done in the runner's claiming transaction, the plan is loaded
 // once (at 100,000 tasks a load costs a second).
 func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[string]orch.State) (map[string]orch.State, error) {
+	// As soon as the plan's size is known: the run's preparation makes
+	// its biggest heap.
+	if p := gcPercentFor(len(rec.Plan.Nodes), opts.App.Getenv); p > 0 {
+		debug.SetGCPercent(p)
+	}
 	if opts.Prepare != nil {
 		// retry and resume may find nothing to reset; restart always does.
 		if err := opts.Prepare(tx, rec, states); err != nil {
@@ -185,6 +191,23 @@ func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[st
 		}
 	}
 	return states, orch.RefuseStale(tx, rec, todo)
+}
+
+// bigPlan is the number of tasks from which a run collects garbage twice
+// as often as Go's default (GOGC=50, not 100): what a run holds grows with
+// its tasks (about 2 KB each), and the default lets the heap reach twice
+// that before collecting. At 100,000 tasks this keeps the process under
+// 600 MiB for about 5% more CPU, most of it on an otherwise idle core.
+const bigPlan = 10000
+
+// gcPercentFor returns the garbage collection percentage for a run of n
+// tasks, or 0 to keep the runtime's: that of a small plan, or the one the
+// operator chose with GOGC.
+func gcPercentFor(n int, getenv func(string) string) int {
+	if n < bigPlan || getenv("GOGC") != "" {
+		return 0
+	}
+	return 50
 }
 
 // errFinished rolls back the preparation of a plan that has nothing left
