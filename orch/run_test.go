@@ -670,3 +670,59 @@ func TestRunnerPrepare(t *testing.T) {
 		t.Fatalf("started %v, a.run#0 %v; want only b.run#0 started and a.run#0 as Prepare left it", started, states["a.run#0"])
 	}
 }
+
+// TestFinalStates checks what decides whether a plan stays open after its
+// walk: the walker's states with the skips the runner saw while no command
+// skipped tasks since it looked, the stored states otherwise.
+func TestFinalStates(t *testing.T) {
+	path, uid := noopStack(t, []string{"a", "b", "c"})
+	stopped := State{Status: StatusSkipped, Reason: ReasonStopped}
+	walked := map[string]State{"a.run#0": {Status: StatusNoop}, "b.run#0": stopped, "c.run#0": stopped}
+	update(t, path, func(tx *store.Tx) error {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		// What the store holds: the runner wrote a and c; another command
+		// filtered b out (the walker, stopped, saw it as stopped).
+		if err := PutState(tx, uid, "a.run#0", walked["a.run#0"]); err != nil {
+			return err
+		}
+		if err := PutState(tx, uid, "c.run#0", stopped); err != nil {
+			return err
+		}
+		states, err := States(tx, rec)
+		if err != nil {
+			return err
+		}
+		if err := skipTasks(tx, uid, []string{"b.run#0"}, states, ReasonFiltered, time.Now()); err != nil {
+			return err
+		}
+		edits := editCount(tx, uid)
+		for _, tt := range []struct {
+			name     string
+			edits    uint64
+			external map[string]string
+			walkErr  error
+			wantB    string // b's reason in the result
+		}{
+			{"the runner saw the skip", edits, map[string]string{"b.run#0": ReasonFiltered}, nil, ReasonFiltered},
+			{"a skip after the runner looked", edits - 1, map[string]string{}, nil, ReasonFiltered},
+			{"a walk that failed", edits, map[string]string{}, errors.New("persist failed"), ReasonFiltered},
+			{"no skip seen, none made since", edits, map[string]string{}, nil, ReasonStopped},
+		} {
+			ex := &execution{rec: rec, edits: tt.edits, external: tt.external}
+			got, err := ex.finalStates(tx, walked, tt.walkErr)
+			if err != nil {
+				return err
+			}
+			if got["b.run#0"].Reason != tt.wantB || got["a.run#0"].Status != StatusNoop || got["c.run#0"] != stopped {
+				t.Errorf("%s: final states %v; want b %q", tt.name, got, tt.wantB)
+			}
+		}
+		if walked["b.run#0"] != stopped {
+			t.Error("finalStates changed the walker's map")
+		}
+		return nil
+	})
+}

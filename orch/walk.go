@@ -104,6 +104,11 @@ type Task struct {
 	// events too: an action that ran twice in a plan changed something if
 	// either run did, and its subscribers hang after its last instance.
 	Earlier []string
+	// Inline runs the task on the scheduler's goroutine rather than on
+	// one of its own: for a Run that returns at once (a noop handler, a
+	// task that cannot run), where a goroutine and the wake-ups to hand
+	// its outcome back cost more than the run.
+	Inline bool
 }
 
 // State is what is recorded about a task.
@@ -286,6 +291,7 @@ type walk struct {
 
 	runCtx context.Context
 	done   chan ran
+	inline []ran // outcomes of Inline tasks, not yet completed
 }
 
 // ran is a finished Run, reported back to the scheduler.
@@ -612,6 +618,15 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 				continue // settle what halting, or a task skipped at its start, decided
 			}
 		}
+		if len(wk.inline) > 0 {
+			batch := wk.inline
+			wk.inline = nil
+			if ctx.Err() != nil {
+				wk.halt() // as for a completion that comes with a kill, below
+			}
+			wk.completeMany(batch)
+			continue
+		}
 		if wk.running == 0 {
 			if wk.left == 0 {
 				return nil
@@ -631,7 +646,7 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 				// stopped, which resume runs, not "upstream failed".
 				wk.halt()
 			}
-			wk.completeMany(r)
+			wk.completeMany([]ran{r})
 		case <-stop:
 			wk.halt()
 		case <-ctxDone:
@@ -754,6 +769,10 @@ func (wk *walk) refusing(lims []int32) int32 {
 
 func (wk *walk) launch(k int32) {
 	t, run, ctx, done := wk.tasks[k], wk.w.Run, wk.runCtx, wk.done
+	if t.Inline {
+		wk.inline = append(wk.inline, ran{k, runTask(ctx, run, t)})
+		return
+	}
 	go func() {
 		done <- ran{k, runTask(ctx, run, t)}
 	}()
@@ -770,16 +789,18 @@ func runTask(ctx context.Context, run func(context.Context, *Task) Outcome, t *T
 	return run(ctx, t)
 }
 
-// completeMany completes r and every other Run that has finished by now,
-// persisting their final states together when PersistBatch is set: one
-// durable write for all the completions that arrived while the scheduler
-// was busy (group commit). Their successors are released only after it.
-func (wk *walk) completeMany(r ran) {
+// completeMany completes batch and every other Run that has finished by
+// now, persisting their final states together when PersistBatch is set:
+// one durable write for all the completions that arrived while the
+// scheduler was busy (group commit). Their successors are released only
+// after it.
+func (wk *walk) completeMany(batch []ran) {
 	if wk.w.PersistBatch == nil {
-		wk.complete(r)
+		for _, r := range batch {
+			wk.complete(r)
+		}
 		return
 	}
-	batch := []ran{r}
 	for more := true; more; {
 		select {
 		case r := <-wk.done:
@@ -915,6 +936,13 @@ func (wk *walk) halt() {
 // waitRunning waits for the tasks still in Run after an abort, keeping
 // their outcomes in memory only: Persist has already failed.
 func (wk *walk) waitRunning() {
+	for _, r := range wk.inline {
+		st := finalState(wk.states[r.rank], r.outcome)
+		st.End = wk.now()
+		wk.states[r.rank] = st
+		wk.running--
+	}
+	wk.inline = nil
 	for ; wk.running > 0; wk.running-- {
 		r := <-wk.done
 		st := finalState(wk.states[r.rank], r.outcome)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1313,5 +1314,85 @@ func TestWalkPersistBatchGroupsCompletions(t *testing.T) {
 	}
 	if n != 6 || !grouped {
 		t.Fatalf("batches %v: want 6 tasks persisted, some together", batches)
+	}
+}
+
+// goid is the id of the calling goroutine, from its stack's header.
+func goid() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	return f[1] // "goroutine N [running]:"
+}
+
+// TestWalkInline checks tasks run on the scheduler's goroutine: they end
+// as the same tasks run on goroutines of their own do, whatever the mix,
+// the events and the failures; their Run is called from the goroutine
+// that calls Persist and Progress; and a walk aborted by a failed Persist
+// while inline outcomes wait still returns.
+func TestWalkInline(t *testing.T) {
+	for i := range 30 {
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		tasks := randomDAG(rng, 8, 8)
+		outcomes := map[string]Outcome{}
+		for _, task := range tasks {
+			outcomes[task.ID] = []Outcome{changed, noop, failure}[rng.IntN(3)]
+		}
+		plain := newWalkHarness(tasks, outcomes)
+		plain.w.Concurrency = 1 + rng.IntN(6)
+		want := plain.mustWalk(t, tasks, nil)
+
+		mixed := slices.Clone(tasks)
+		for j := range mixed {
+			mixed[j].Inline = rng.IntN(2) == 0
+		}
+		h := newWalkHarness(mixed, outcomes)
+		h.w.Concurrency = plain.w.Concurrency
+		var scheduler, wrong atomic.Value
+		h.w.Progress = func(id string, st State) {
+			scheduler.Store(goid())
+			h.progress = append(h.progress, persistCall{id, st})
+		}
+		if i%2 == 0 {
+			h.w.PersistBatch = func(ids []string, states []State) error {
+				for k, id := range ids {
+					h.calls = append(h.calls, persistCall{id, states[k]})
+				}
+				return nil
+			}
+		}
+		inline := map[string]bool{}
+		for _, task := range mixed {
+			inline[task.ID] = task.Inline
+		}
+		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+			if g, ok := scheduler.Load().(string); ok && inline[task.ID] && g != goid() {
+				wrong.Store(task.ID)
+			}
+			return Outcome{}
+		})
+		got := h.mustWalk(t, mixed, nil)
+		for id, st := range want {
+			if got[id].Status != st.Status || got[id].Reason != st.Reason {
+				t.Fatalf("seed %d: %s ended %s %q with inline tasks, %s %q without", i, id, got[id].Status, got[id].Reason, st.Status, st.Reason)
+			}
+		}
+		if id := wrong.Load(); id != nil {
+			t.Fatalf("seed %d: inline task %s ran on a goroutine other than the scheduler's", i, id)
+		}
+		checkPersistOrder(t, mixed, h.calls)
+	}
+
+	// A failed Persist while inline outcomes wait: the walk ends.
+	errDisk := errors.New("disk full")
+	tasks := []Task{{ID: "a", Inline: true}, {ID: "b", Inline: true}, {ID: "c", Inline: true, In: []InEdge{afterEdge("a")}}}
+	h := newWalkHarness(tasks, nil)
+	h.w.Concurrency = 3
+	h.w.PersistBatch = func([]string, []State) error { return errDisk }
+	if _, err := walkWithin(t, &h.w, context.Background(), tasks, nil, nil); !errors.Is(err, errDisk) {
+		t.Fatalf("Walk = %v, want the PersistBatch error", err)
+	}
+	if h.ran("c") != 0 {
+		t.Fatal("c ran after the final state of a failed to persist")
 	}
 }
