@@ -796,7 +796,12 @@ func runTask(ctx context.Context, run func(context.Context, *Task) Outcome, t *T
 // after it.
 func (wk *walk) completeMany(batch []ran) {
 	if wk.w.PersistBatch == nil {
-		for _, r := range batch {
+		for i, r := range batch {
+			if wk.err != nil {
+				// Persist failed: the rest are waited for as running.
+				wk.inline = append(wk.inline, batch[i:]...)
+				return
+			}
 			wk.complete(r)
 		}
 		return

@@ -1396,3 +1396,27 @@ func TestWalkInline(t *testing.T) {
 		t.Fatal("c ran after the final state of a failed to persist")
 	}
 }
+
+// TestWalkInlinePersistFails checks a Persist failure among inline
+// outcomes completed one by one: Persist is not called again, and the walk
+// ends.
+func TestWalkInlinePersistFails(t *testing.T) {
+	errDisk := errors.New("disk full")
+	tasks := []Task{{ID: "a", Inline: true}, {ID: "b", Inline: true}, {ID: "c", Inline: true}}
+	h := newWalkHarness(tasks, nil)
+	h.w.Concurrency = 3
+	failed := false
+	h.failPersist = func(id string, st State) error {
+		if failed {
+			t.Errorf("Persist(%s, %s) called after Persist failed", id, st.Status)
+		}
+		if st.Status.Finished() {
+			failed = true
+			return errDisk
+		}
+		return nil
+	}
+	if _, err := walkWithin(t, &h.w, context.Background(), tasks, nil, nil); !errors.Is(err, errDisk) {
+		t.Fatalf("Walk = %v, want the Persist error", err)
+	}
+}
