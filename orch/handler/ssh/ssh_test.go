@@ -435,24 +435,31 @@ func TestUntrustedNodeRunsNothing(t *testing.T) {
 	}
 }
 
-func TestChangedHostKeyFails(t *testing.T) {
-	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
-	out := shared(t)
-	base := newBase(t, `touch "$SOLAR_INPUT_OUT/ran"`)
+// newPublicKey returns a fresh ed25519 public key that no server holds.
+func newPublicKey(t *testing.T) gossh.PublicKey {
+	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := gossh.NewPublicKey(pub)
+	key, err := gossh.NewPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return key
+}
+
+func TestChangedHostKeyFails(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	out := shared(t)
+	base := newBase(t, `touch "$SOLAR_INPUT_OUT/ran"`)
+	other := newPublicKey(t)
 	n := node("n1", srv)
 	n.HostKey = other
 	_, sh := newTransport(t, map[string]*Node{"n1": n}, Config{})
 	req := request(base, "n1")
 	req.Inputs = map[string]any{"out": out}
-	_, err = sh.Run(context.Background(), req)
+	_, err := sh.Run(context.Background(), req)
 	for _, want := range []string{"node n1 (" + srv.Addr() + "): host key changed", "expected " + FingerprintOf(other), "offered " + srv.Fingerprint()} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run: %v, want it to say %q", err, want)
@@ -853,14 +860,7 @@ func TestNotSSHAndNotAKey(t *testing.T) {
 		t.Fatalf("scan of a port that closes at once: %v, want %q", err, want)
 	}
 
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := gossh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sshPub := newPublicKey(t)
 	name := filepath.Join(t.TempDir(), "id_ed25519.pub")
 	if err := os.WriteFile(name, gossh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
 		t.Fatal(err)
