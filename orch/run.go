@@ -226,6 +226,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	ex.closeStop()
 	close(streamDone)
 	<-streamStopped
+	if err := ex.waitBehind(); err != nil && walkErr == nil {
+		walkErr = err
+	}
 	// Finish: write what is buffered, release the plan, close it if done.
 	err = sdb.Update(func(tx *store.Tx) error {
 		if err := ex.drain(tx); err != nil {
@@ -617,12 +620,16 @@ type execution struct {
 	// run recorded (recordGroup); planGroups says whether the store held
 	// records of attempts of the plan when the run started. A task
 	// outside both has no record to remove when it finishes.
-	bufMu      sync.Mutex
-	buf        []pendingWrite
-	started    map[string]int
-	spare      []pendingWrite
-	groups     map[string]bool
-	planGroups bool
+	bufMu   sync.Mutex
+	buf     []pendingWrite
+	started map[string]int
+	spare   []pendingWrite
+	// behind is closed when the write behind in flight ends (nil when
+	// none is); behindFailed is the error of the first that failed.
+	behind       chan struct{}
+	behindFailed error
+	groups       map[string]bool
+	planGroups   bool
 
 	userStop <-chan struct{}
 	stopped  chan struct{}
@@ -823,13 +830,24 @@ func (ex *execution) persist(id string, st State) error {
 	ex.bufMu.Lock()
 	ex.bufferState(id, st)
 	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
-	big := len(ex.buf) >= 4096
+	big := len(ex.buf) >= lazyMax
 	ex.bufMu.Unlock()
-	if lazy && !big {
-		return nil
+	switch {
+	case !lazy:
+		return ex.flush()
+	case big:
+		return ex.flushBehind()
 	}
-	return ex.flush()
+	return ex.behindErr()
 }
+
+// lazyMax is how many changes the buffer holds before they are written
+// even though none must be durable yet. Tests lower it.
+var lazyMax = 4096
+
+// behindHook, when set (by tests), runs on a write behind's goroutine
+// before it writes; an error fails the write.
+var behindHook func() error
 
 // persistBatch records the final states of tasks that finished together,
 // in one transaction when any of them needs to be durable now (group
@@ -845,12 +863,92 @@ func (ex *execution) persistBatch(ids []string, states []State) error {
 			eager = true
 		}
 	}
-	big := len(ex.buf) >= 4096
+	big := len(ex.buf) >= lazyMax
 	ex.bufMu.Unlock()
-	if !eager && !big {
+	switch {
+	case eager:
+		return ex.flush()
+	case big:
+		return ex.flushBehind()
+	}
+	return ex.behindErr()
+}
+
+// flushBehind writes the buffered changes, none of which must be durable
+// before the walk goes on, in a transaction of their own on another
+// goroutine: the walker keeps scheduling (a chain of 100,000 noop tasks
+// spends most of its time in these writes). One such write is in flight
+// at most; writes stay in the order their changes were buffered, since
+// every other write waits for it first (waitBehind). A failed write fails
+// the walk at the runner's next write. Only the walker's goroutine calls
+// it, as it does flush.
+func (ex *execution) flushBehind() error {
+	if err := ex.waitBehind(); err != nil {
+		return err
+	}
+	ex.bufMu.Lock()
+	batch := ex.buf
+	ex.buf = nil
+	clear(ex.started)
+	done := make(chan struct{})
+	ex.behind = done
+	ex.bufMu.Unlock()
+	if len(batch) == 0 {
+		ex.endBehind(done, nil)
 		return nil
 	}
-	return ex.flush()
+	go func() {
+		var err error
+		if behindHook != nil {
+			err = behindHook()
+		}
+		if err != nil {
+			ex.endBehind(done, err)
+			return
+		}
+		err = ex.sdb.Update(func(tx *store.Tx) error {
+			if err := ex.write(tx, batch); err != nil {
+				return err
+			}
+			return ex.checkStop(tx)
+		})
+		if err == nil {
+			ex.written(batch)
+			ex.recycle(batch)
+		}
+		ex.endBehind(done, err)
+	}()
+	return nil
+}
+
+// endBehind records how the write behind that done stands for ended.
+func (ex *execution) endBehind(done chan struct{}, err error) {
+	ex.bufMu.Lock()
+	if err != nil && ex.behindFailed == nil {
+		ex.behindFailed = err
+	}
+	ex.behind = nil
+	ex.bufMu.Unlock()
+	close(done)
+}
+
+// waitBehind waits for the write behind in flight, if any, and returns the
+// error of any that failed.
+func (ex *execution) waitBehind() error {
+	ex.bufMu.Lock()
+	done := ex.behind
+	ex.bufMu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return ex.behindErr()
+}
+
+// behindErr returns the error of a write behind that failed, if any.
+func (ex *execution) behindErr() error {
+	ex.bufMu.Lock()
+	defer ex.bufMu.Unlock()
+	return ex.behindFailed
 }
 
 // pendingWrite is one buffered change: task id's state st, or write.
@@ -916,6 +1014,9 @@ func (ex *execution) recycle(batch []pendingWrite) {
 
 // flush writes every buffered change in one transaction.
 func (ex *execution) flush() error {
+	if err := ex.waitBehind(); err != nil {
+		return err
+	}
 	batch := ex.take()
 	if len(batch) == 0 {
 		return nil
@@ -967,7 +1068,16 @@ const lookFresh = 20 * time.Millisecond
 // flushOnClose writes buffered changes before the store closes for idling,
 // so that other commands see the run as it is.
 func (ex *execution) flushOnClose(db *store.DB, closing bool) {
-	batch := ex.take()
+	// Changes buffered after a write behind still in flight wait for it:
+	// they must not reach the store before the older ones.
+	var batch []pendingWrite
+	ex.bufMu.Lock()
+	if ex.behind == nil {
+		batch = ex.buf
+		ex.buf = nil
+		clear(ex.started)
+	}
+	ex.bufMu.Unlock()
 	// Idle checks come every few milliseconds: with nothing to write they
 	// only look for a stop request, and not that often (a shared store
 	// would see a transaction per check).
@@ -993,9 +1103,14 @@ func (ex *execution) flushOnClose(db *store.DB, closing bool) {
 	}
 }
 
-// drain writes what is still buffered, inside tx.
+// drain writes what is still buffered, inside tx; nothing if a write
+// behind failed, since what it held would then be missing before it.
 func (ex *execution) drain(tx *store.Tx) error {
-	return ex.write(tx, ex.take())
+	batch := ex.take()
+	if ex.behindErr() != nil {
+		return nil
+	}
+	return ex.write(tx, batch)
 }
 
 func (ex *execution) checkStop(tx *store.Tx) error {

@@ -726,3 +726,143 @@ func TestFinalStates(t *testing.T) {
 		return nil
 	})
 }
+
+// noopChain is n noop resources r0..r(n-1), each run after the one before.
+func noopChain(t *testing.T, n int) (path, uid string, ids []string) {
+	t.Helper()
+	names := make([]string, n)
+	var rules []string
+	for i := range names {
+		names[i] = "r" + strconv.Itoa(i)
+		ids = append(ids, names[i]+".run#0")
+		if i > 0 {
+			rules = append(rules, "after "+names[i-1]+".run "+names[i]+".run")
+		}
+	}
+	path, uid = noopStack(t, names, rules...)
+	return path, uid, ids
+}
+
+// TestWriteBehind checks that buffered changes none of which must be
+// durable yet are written on another goroutine while the walk goes on, in
+// order, and that every task's state and commit reach the store.
+func TestWriteBehind(t *testing.T) {
+	defer func(n int) { lazyMax = n }(lazyMax)
+	lazyMax = 40
+	path, uid, ids := noopChain(t, 200)
+	tr := &transitions{}
+	var (
+		mu     sync.Mutex
+		writes int
+		ahead  int // tasks finished past the first write's while it waited
+	)
+	finished := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		n := 0
+		for _, seen := range tr.seen {
+			if len(seen) > 0 && seen[len(seen)-1].Finished() {
+				n++
+			}
+		}
+		return n
+	}
+	defer func() { behindHook = nil }()
+	behindHook = func() error {
+		// Hold the first write back until the walker has finished three
+		// tasks past those it holds: it could not, were it waiting for
+		// this write. (A task takes two places in the buffer, its start
+		// and its end: the first write holds 20 tasks, and the walker can
+		// finish 19 more before the buffer is full again.)
+		mu.Lock()
+		writes++
+		first := writes == 1
+		mu.Unlock()
+		if !first {
+			return nil
+		}
+		want := lazyMax/2 + 3
+		deadline := time.Now().Add(10 * time.Second)
+		for finished() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		mu.Lock()
+		ahead = finished() - lazyMax/2
+		mu.Unlock()
+		return nil
+	}
+	_, states, err := (&Runner{Path: path, UID: uid, Concurrency: 4, Progress: tr.progress}).Run(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if writes < 2 {
+		t.Errorf("%d writes behind for 200 tasks with a buffer of %d; want several", writes, lazyMax)
+	}
+	if ahead < 3 {
+		t.Errorf("while the first write behind waited, %d tasks finished; want 3 (the walker waited for it)", ahead)
+	}
+	view(t, path, func(tx *store.Tx) error {
+		css := mustCommitStates(t, tx, uid)
+		for _, id := range ids {
+			if want := (commitState{Status: StatusNoop, Committed: 1}); css[id] != want {
+				t.Errorf("%s: %+v, want %+v", id, css[id], want)
+			}
+			if states[id].Status != StatusNoop {
+				t.Errorf("%s ended %s", id, states[id].Status)
+			}
+		}
+		if Open(tx, uid) {
+			t.Error("the plan is still open after every task finished")
+		}
+		return nil
+	})
+}
+
+// TestWriteBehindFails checks that a write behind that fails fails the
+// run, and that nothing buffered after it reaches the store: a later
+// state must not be stored without the earlier ones.
+func TestWriteBehindFails(t *testing.T) {
+	defer func(n int) { lazyMax = n }(lazyMax)
+	lazyMax = 8
+	path, uid, ids := noopChain(t, 60)
+	defer func() { behindHook = nil }()
+	var mu sync.Mutex
+	writes := 0
+	behindHook = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		writes++
+		if writes == 2 {
+			return errors.New("disk on fire")
+		}
+		return nil
+	}
+	_, _, err := (&Runner{Path: path, UID: uid, Concurrency: 4}).Run(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("Run: %v; want the write behind's error", err)
+	}
+	view(t, path, func(tx *store.Tx) error {
+		css := mustCommitStates(t, tx, uid)
+		// The first write held the first tasks; whatever came after the
+		// failed one is not stored: the stored tasks are a prefix.
+		done := 0
+		for done < len(ids) && css[ids[done]].Status == StatusNoop {
+			done++
+		}
+		if done == 0 || done == len(ids) {
+			t.Fatalf("%d of %d tasks stored as done; want some, not all", done, len(ids))
+		}
+		for _, id := range ids[done:] {
+			if cs := css[id]; cs.Status == StatusNoop || cs.Committed != 0 || !cs.Staged {
+				t.Errorf("%s after the failed write: %+v; want not done, still staged", id, cs)
+			}
+		}
+		return nil
+	})
+	// Resume finishes the plan.
+	if _, states, err := (&Runner{Path: path, UID: uid, Concurrency: 4}).Run(context.Background(), nil); err != nil {
+		t.Fatalf("resume: %v", err)
+	} else if states[ids[len(ids)-1]].Status != StatusNoop {
+		t.Errorf("after resume the last task is %s", states[ids[len(ids)-1]].Status)
+	}
+}
