@@ -235,8 +235,8 @@ func decodeSplit(raw []byte) *Record {
 	}
 	var okNodes, okEdges bool
 	var wg sync.WaitGroup
-	wg.Go(func() { rec.Plan.Edges, okEdges = decodePieces[planner.Edge](edges, []byte(`},{"from":`)) })
-	rec.Plan.Nodes, okNodes = decodePieces[planner.Node](nodes, []byte(`},{"id":`))
+	wg.Go(func() { rec.Plan.Edges, okEdges = decodePieces(edges, []byte(`},{"from":`), decodeEdges) })
+	rec.Plan.Nodes, okNodes = decodePieces(nodes, []byte(`},{"id":`), decodeNodes)
 	wg.Wait()
 	if !okNodes || !okEdges {
 		return nil
@@ -249,8 +249,9 @@ const splitAbove = 1 << 20
 
 // decodePieces decodes list, a JSON array of objects each starting with
 // next's text after its "},", in pieces of about splitPiece bytes, as many
-// at once as there are cores, and reports whether every piece decoded.
-func decodePieces[T any](list, next []byte) ([]T, bool) {
+// at once as there are cores, each with decode, and reports whether every
+// piece decoded.
+func decodePieces[T any](list, next []byte, decode func([]byte, *[]T) error) ([]T, bool) {
 	// The elements of each piece: list[from:to], without the brackets.
 	type span struct{ from, to int }
 	var spans []span
@@ -278,7 +279,7 @@ func decodePieces[T any](list, next []byte) ([]T, bool) {
 			defer func() { <-sem }()
 			piece := make([]byte, 0, sp.to-sp.from+2)
 			piece = append(append(append(piece, '['), list[sp.from:sp.to]...), ']')
-			errs[i] = json.Unmarshal(piece, &parts[i])
+			errs[i] = decode(piece, &parts[i])
 		})
 	}
 	wg.Wait()
@@ -359,11 +360,11 @@ func States(tx *store.Tx, rec *Record) (map[string]State, error) {
 	}
 	p := taskPrefix(rec.UID)
 	err := tx.ForEach(store.Plans, p, func(k string, v []byte) error {
-		var s stateJSON
-		if err := json.Unmarshal(v, &s); err != nil {
+		s, err := decodeState(v)
+		if err != nil {
 			return store.Damagedf("task record %s does not decode: %v", k, err)
 		}
-		out[strings.TrimPrefix(k, p)] = State(s)
+		out[strings.TrimPrefix(k, p)] = s
 		return nil
 	})
 	return out, err
@@ -371,7 +372,7 @@ func States(tx *store.Tx, rec *Record) (map[string]State, error) {
 
 // PutState records a task's state.
 func PutState(tx *store.Tx, uid, id string, st State) error {
-	raw, err := json.Marshal(stateJSON(st))
+	raw, err := encodeState(st)
 	if err != nil {
 		return err
 	}
@@ -569,9 +570,9 @@ func TaskState(tx *store.Tx, uid, id string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	var s stateJSON
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := decodeState(raw)
+	if err != nil {
 		return State{}, store.Damagedf("task record %s does not decode: %v", taskKey(uid, id), err)
 	}
-	return State(s), nil
+	return s, nil
 }

@@ -2,7 +2,6 @@ package orch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -1184,8 +1183,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 		// Another command's skip (discarded, filtered) outranks the
 		// walker's (stopped, upstream failed): resume must not run it.
 		if raw, err := tx.Get(store.Plans, taskKey(ex.rec.UID, id)); err == nil {
-			var old stateJSON
-			if json.Unmarshal(raw, &old) == nil && old.Status == StatusSkipped {
+			if old, err := decodeState(raw); err == nil && old.Status == StatusSkipped {
 				return nil
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/solarops/solar/internal/jsonfast"
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/tags"
@@ -60,8 +61,11 @@ func decodeResource(raw []byte) (*Resource, error) {
 	if rest, b, ok := decodedBases.cut(raw); ok {
 		// A base decoded before: the rest of the record alone is decoded,
 		// and the base's bytes are not even scanned.
-		if err := json.Unmarshal(rest, &r); err != nil {
-			return nil, store.Damagedf("resource record does not decode: %v", err)
+		if !decodeRest(rest, &r) {
+			r = Resource{}
+			if err := json.Unmarshal(rest, &r); err != nil {
+				return nil, store.Damagedf("resource record does not decode: %v", err)
+			}
 		}
 		r.Base = b
 	} else {
@@ -93,6 +97,43 @@ func decodeResource(raw []byte) (*Resource, error) {
 		r.Tags = tags.Set{}
 	}
 	return &r, nil
+}
+
+// decodeRest decodes a resource record without its base, as
+// encoding/json would, without reflection (a run reads one record per
+// task, twice): its fields but the metaparameters, which go to
+// encoding/json with every other record it finds unusual (false).
+func decodeRest(raw []byte, res *Resource) bool {
+	r := jsonfast.NewReader(raw)
+	var seen uint32
+	r.Object(func(k string) {
+		switch k {
+		case "name":
+			r.Seen(&seen, 1<<0)
+			res.Name = r.String()
+		case "inputs":
+			r.Seen(&seen, 1<<1)
+			switch v := r.Value().(type) {
+			case map[string]any:
+				res.Inputs = v
+			case nil:
+			default:
+				r.Fail()
+			}
+		case "tags":
+			r.Seen(&seen, 1<<2)
+			res.Tags = r.StringMap()
+		case "removing":
+			r.Seen(&seen, 1<<3)
+			res.Removing = r.Bool()
+		case "masked":
+			r.Seen(&seen, 1<<4)
+			res.Masked = r.Strings()
+		default:
+			r.Fail()
+		}
+	})
+	return r.End() == nil
 }
 
 // sharedBase decodes the base a resource record carries, sharing the result

@@ -113,7 +113,7 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 		h.Diff = diff(r, before.masked(), sens, old, ran, oldConns, conns)
 		own, masked := ownValues(r, conns, ran, sens)
 		snap := Snapshot{Own: own, Masked: masked, Inputs: ran, Sensitive: sortedTrue(sens), Connections: snapshotConns(conns), CommittedAt: h.CommittedAt, Plan: plan}
-		raw, err := json.Marshal(snap)
+		raw, err := encodeSnapshot(&snap)
 		if err != nil {
 			return nil, fmt.Errorf("encode committed state of %s: %w", e.Resource, err)
 		}
@@ -136,7 +136,7 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 		return nil, err
 	}
 	h.UID = strconv.FormatUint(seq, 10)
-	raw, err := json.Marshal(h)
+	raw, err := encodeHistory(h)
 	if err != nil {
 		return nil, fmt.Errorf("encode history %s: %w", h.UID, err)
 	}

@@ -104,11 +104,11 @@ func getEntry(tx *store.Tx, key string) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read staged entry %s: %w", key, err)
 	}
-	var e Entry
-	if err := json.Unmarshal(raw, &e); err != nil {
+	e, err := decodeEntry(raw)
+	if err != nil {
 		return nil, store.Damagedf("staged entry %s does not decode: %v", key, err)
 	}
-	return &e, nil
+	return e, nil
 }
 
 // Get returns the staged entry with key, or an error wrapping ErrNoEntry.
@@ -243,7 +243,7 @@ func (s *Stager) flush() error {
 		if e == nil {
 			continue
 		}
-		if ents[i].value, err = json.Marshal(e); err != nil {
+		if ents[i].value, err = encodeEntry(e); err != nil {
 			err = fmt.Errorf("encode staged entry %s: %w", e.Key, err)
 			break
 		}
@@ -279,11 +279,11 @@ const parallelSort = 1024
 func List(tx *store.Tx) ([]*Entry, error) {
 	var out []*Entry
 	err := tx.ForEach(store.Staged, "", func(k string, v []byte) error {
-		var e Entry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeEntry(v)
+		if err != nil {
 			return store.Damagedf("staged entry %s does not decode: %v", k, err)
 		}
-		out = append(out, &e)
+		out = append(out, e)
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
@@ -294,13 +294,13 @@ func List(tx *store.Tx) ([]*Entry, error) {
 func ForResource(tx *store.Tx, resource string) ([]*Entry, error) {
 	var out []*Entry
 	err := tx.ForEach(store.Staged, resource+".", func(k string, v []byte) error {
-		var e Entry
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeEntry(v)
+		if err != nil {
 			return store.Damagedf("staged entry %s does not decode: %v", k, err)
 		}
 		// "rmq.1." also prefixes "rmq.1.x.run"; keep only this resource's.
 		if e.Resource == resource {
-			out = append(out, &e)
+			out = append(out, e)
 		}
 		return nil
 	})
