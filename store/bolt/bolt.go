@@ -323,14 +323,33 @@ func (s *Store) SetSchemaVersion(v string) error {
 // tx is a bbolt transaction seen through kv.Tx.
 type tx struct {
 	tx *bbolt.Tx
+	// open holds the buckets this transaction has opened: bbolt finds
+	// one by hashing its name, a lookup that cost as much as a read of a
+	// small record. The buckets are made once, when the store opens.
+	open  [16]openBucket
+	nOpen int
+}
+
+type openBucket struct {
+	name string
+	b    *bbolt.Bucket
 }
 
 func (t *tx) bucket(name string) *bbolt.Bucket {
-	b := t.tx.Bucket([]byte(name))
+	for i := range t.open[:t.nOpen] {
+		if t.open[i].name == name {
+			return t.open[i].b
+		}
+	}
+	b := t.tx.Bucket(keyBytes(name))
 	if b == nil {
 		panic("store: unknown bucket " + name)
 	}
 	b.FillPercent = fillPercent
+	if t.nOpen < len(t.open) {
+		t.open[t.nOpen] = openBucket{name, b}
+		t.nOpen++
+	}
 	return b
 }
 
