@@ -563,7 +563,7 @@ func TaskID(rec *Record, name string) (string, error) {
 
 // TaskState returns the recorded state of one task; PENDING when none.
 func TaskState(tx *store.Tx, uid, id string) (State, error) {
-	raw, err := tx.Get(store.Plans, taskKey(uid, id))
+	raw, err := tx.Peek(store.Plans, taskKey(uid, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return State{Status: StatusPending}, nil
 	}

@@ -429,7 +429,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		if !info.noop {
 			// Kept for the commit after the task ran, which then need not
 			// decode the record again while it is unchanged (keepResource).
-			raw, err := tx.Get(store.Resources, n.Resource)
+			raw, err := tx.Peek(store.Resources, n.Resource)
 			if err != nil {
 				return nil, err
 			}
@@ -543,7 +543,7 @@ func (ex *execution) keepResource(cat *resources.Catalog, tx *store.Tx, info *ta
 		return
 	}
 	info.res = nil
-	raw, err := tx.Get(store.Resources, res.Name)
+	raw, err := tx.Peek(store.Resources, res.Name)
 	if err == nil && maphash.Bytes(resSeed, raw) == info.resSum {
 		cat.Keep(res)
 	}
@@ -1182,7 +1182,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	if st.Status == StatusSkipped {
 		// Another command's skip (discarded, filtered) outranks the
 		// walker's (stopped, upstream failed): resume must not run it.
-		if raw, err := tx.Get(store.Plans, taskKey(ex.rec.UID, id)); err == nil {
+		if raw, err := tx.Peek(store.Plans, taskKey(ex.rec.UID, id)); err == nil {
 			if old, err := decodeState(raw); err == nil && old.Status == StatusSkipped {
 				return nil
 			}

@@ -136,7 +136,8 @@ func (c *Catalog) flushBulk() error {
 	return nil
 }
 
-// get reads key from bucket, pending writes first.
+// get reads key from bucket, pending writes first. The bytes may be the
+// store's own (store.Tx.Peek): callers decode them before they write.
 func (c *Catalog) get(bucket, key string) ([]byte, error) {
 	if c.bulk != nil {
 		if w, ok := c.bulk.writes[bulkKey{bucket, key}]; ok {
@@ -149,7 +150,7 @@ func (c *Catalog) get(bucket, key string) ([]byte, error) {
 			return nil, store.ErrNotFound // see fresh
 		}
 	}
-	return c.tx.Get(bucket, key)
+	return c.tx.Peek(bucket, key)
 }
 
 // put writes key in bucket, or keeps the write during a bulk write.

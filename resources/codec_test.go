@@ -66,3 +66,30 @@ func TestDecodeRestMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeValuesMatchesEncodingJSON checks that stored input values read
+// as encoding/json reads them into a map.
+func TestDecodeValuesMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 5000; i++ {
+		raw, err := json.Marshal(jsonfasttest.Map(rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]any
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeValues(raw)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeValues(%s) = %#v, %v; encoding/json: %#v", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`[1]`, `"x"`, `{"a":1`} {
+		var want map[string]any
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		if _, err := decodeValues([]byte(raw)); err == nil || err.Error() != wantErr.Error() {
+			t.Errorf("decodeValues(%s): %v; want encoding/json's error %v", raw, err, wantErr)
+		}
+	}
+}

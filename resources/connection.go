@@ -589,8 +589,8 @@ func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
+	out, err := decodeValues(raw)
+	if err != nil {
 		return nil, false, fmt.Errorf("decode effective inputs of %s: %w", name, err)
 	}
 	for k, v := range out {

@@ -136,6 +136,25 @@ func decodeRest(raw []byte, res *Resource) bool {
 	return r.End() == nil
 }
 
+// decodeValues decodes an object of input values as encoding/json would
+// into a map, without reflection where it can.
+func decodeValues(raw []byte) (map[string]any, error) {
+	r := jsonfast.NewReader(raw)
+	switch v := r.Value().(type) {
+	case map[string]any:
+		if r.End() == nil {
+			return v, nil
+		}
+	case nil:
+		if r.End() == nil {
+			return nil, nil
+		}
+	}
+	var out map[string]any
+	err := json.Unmarshal(raw, &out)
+	return out, err
+}
+
 // sharedBase decodes the base a resource record carries, sharing the result
 // between every record that carries the same encoding: each record holds a
 // copy of its base (actions, inputs and their schemas), a run decodes

@@ -97,7 +97,7 @@ func noEntry(key string) error {
 
 // getEntry reads a stored entry; a missing one is nil without error.
 func getEntry(tx *store.Tx, key string) (*Entry, error) {
-	raw, err := tx.Get(store.Staged, key)
+	raw, err := tx.Peek(store.Staged, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

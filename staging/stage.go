@@ -78,7 +78,7 @@ func (s *Snapshot) masked() map[string]bool {
 // Committed returns the resource's committed snapshot, or nil if it was
 // never committed.
 func Committed(tx *store.Tx, resource string) (*Snapshot, error) {
-	raw, err := tx.Get(store.Committed, resource)
+	raw, err := tx.Peek(store.Committed, resource)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

@@ -206,6 +206,16 @@ func (t *Tx) Writable() bool { return t.t.Writable() }
 // Get returns a copy of the value at key, or ErrNotFound.
 func (t *Tx) Get(bucket, key string) ([]byte, error) { return t.t.Get(bucket, key) }
 
+// Peek is Get for a caller that decodes the value at once: the bytes may
+// be the store's own, valid only until the transaction writes or ends, and
+// must not be changed. It spares a copy of every record a run reads.
+func (t *Tx) Peek(bucket, key string) ([]byte, error) {
+	if p, ok := t.t.(kv.Peeker); ok {
+		return p.Peek(bucket, key)
+	}
+	return t.t.Get(bucket, key)
+}
+
 // Has reports whether key exists in bucket.
 func (t *Tx) Has(bucket, key string) bool { return t.t.Has(bucket, key) }
 

@@ -367,11 +367,17 @@ func (t *tx) Writable() bool { return t.tx.Writable() }
 func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
 
 func (t *tx) Get(bucket, key string) ([]byte, error) {
+	v, err := t.Peek(bucket, key)
+	return bytes.Clone(v), err
+}
+
+// Peek returns bbolt's own bytes: the file's, mapped, or a node's.
+func (t *tx) Peek(bucket, key string) ([]byte, error) {
 	v := t.bucket(bucket).Get(keyBytes(key))
 	if v == nil {
 		return nil, kv.ErrNotFound
 	}
-	return bytes.Clone(v), nil
+	return v, nil
 }
 
 func (t *tx) Has(bucket, key string) bool {

@@ -309,7 +309,7 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 		}
 	}
 	j.end += int64(len(j.buf))
-	if cap(j.buf) > 1<<20 {
+	if cap(j.buf) > 16<<20 {
 		j.buf = nil
 	}
 	j.pending.Merge(w)

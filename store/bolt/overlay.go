@@ -31,13 +31,20 @@ func (t *overlayTx) lookup(bucket, key string) (kv.Entry, bool) {
 }
 
 func (t *overlayTx) Get(bucket, key string) ([]byte, error) {
+	v, err := t.Peek(bucket, key)
+	return bytes.Clone(v), err
+}
+
+// Peek returns the bytes the overlay or the file holds (a write replaces
+// an overlay's value, never changes it).
+func (t *overlayTx) Peek(bucket, key string) ([]byte, error) {
 	if v, ok := t.lookup(bucket, key); ok {
 		if v.Deleted {
 			return nil, kv.ErrNotFound
 		}
-		return bytes.Clone(v.V), nil
+		return v.V, nil
 	}
-	return t.base.Get(bucket, key)
+	return t.base.Peek(bucket, key)
 }
 
 func (t *overlayTx) Has(bucket, key string) bool {

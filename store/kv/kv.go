@@ -48,6 +48,13 @@ type Tx interface {
 	SetSequence(bucket string, n uint64) error
 }
 
+// Peeker is a Tx that can return a value without copying it: Peek is Get
+// whose bytes may be the backend's own, valid only until the transaction
+// writes or ends, never to be changed.
+type Peeker interface {
+	Peek(bucket, key string) ([]byte, error)
+}
+
 // Errors every backend returns in the same situations.
 var (
 	// ErrNotFound is returned by Get and Last for a missing key.

@@ -120,8 +120,17 @@ func (w *Writes) Merge(o *Writes) {
 	}
 }
 
-// Reset forgets everything.
-func (w *Writes) Reset() { *w = Writes{} }
+// Reset forgets everything. It keeps the room its maps grew to: the
+// journal fills them again, to about the same size, after every
+// checkpoint.
+func (w *Writes) Reset() {
+	for _, p := range w.buckets {
+		clear(p.vals)
+		p.sorted, p.tail = nil, p.tail[:0]
+	}
+	clear(w.seqs)
+	w.entries, w.bytes = 0, 0
+}
 
 // sortedKeys merges the tail into the sorted run and returns it.
 func (p *pendingBucket) sortedKeys() []string {

@@ -30,6 +30,7 @@ func Run(t *testing.T, factory Factory) {
 		{"OrderAndPrefix", orderAndPrefix},
 		{"Last", last},
 		{"GetCopiesAndMissing", getCopies},
+		{"Peek", peek},
 		{"ReadOnly", readOnly},
 		{"Rollback", rollback},
 		{"Sequence", sequence},
@@ -199,6 +200,49 @@ func getCopies(t *testing.T, open func() kv.Backend) {
 		}
 		return nil
 	})
+}
+
+// peek checks that Peek returns what Get returns: in a read transaction,
+// and in a write transaction after its own puts and deletions. A backend
+// that cannot peek is read with Get, as store.Tx.Peek does.
+func peek(t *testing.T, open func() kv.Backend) {
+	b := open()
+	put(t, b, "one", "a", "1", "b", "2", "empty", "")
+	check := func(tx kv.Tx, when string) {
+		t.Helper()
+		peek := tx.Get
+		if p, ok := tx.(kv.Peeker); ok {
+			peek = p.Peek
+		}
+		for _, k := range []string{"a", "b", "c", "empty", "gone"} {
+			want, wantErr := tx.Get("one", k)
+			got, err := peek("one", k)
+			if !errors.Is(err, wantErr) || !bytes.Equal(got, want) || (want != nil) != (got != nil) {
+				t.Errorf("%s: Peek(%s) = %q, %v; Get: %q, %v", when, k, got, err, want, wantErr)
+			}
+		}
+	}
+	if err := b.View(func(tx kv.Tx) error { check(tx, "read"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(func(tx kv.Tx) error {
+		if err := tx.Put("one", "c", []byte("3")); err != nil {
+			return err
+		}
+		if err := tx.Put("one", "a", []byte("11")); err != nil {
+			return err
+		}
+		if err := tx.Delete("one", "b"); err != nil {
+			return err
+		}
+		check(tx, "write")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.View(func(tx kv.Tx) error { check(tx, "after the write"); return nil }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func readOnly(t *testing.T, open func() kv.Backend) {
