@@ -80,3 +80,22 @@ func TestGCPercentFor(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimitFor(t *testing.T) {
+	none := func(string) string { return "" }
+	set := func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "1GiB"
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		n      int
+		getenv func(string) string
+		want   int64
+	}{{10, none, 0}, {bigPlan - 1, none, 0}, {bigPlan, none, bigPlan * heapPerTask}, {100000, none, 100000 * heapPerTask}, {100000, set, 0}} {
+		if got := memoryLimitFor(tt.n, tt.getenv); got != tt.want {
+			t.Errorf("memoryLimitFor(%d, GOMEMLIMIT=%q) = %d, want %d", tt.n, tt.getenv("GOMEMLIMIT"), got, tt.want)
+		}
+	}
+}

@@ -170,6 +170,9 @@ func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[st
 	if p := gcPercentFor(len(rec.Plan.Nodes), opts.App.Getenv); p > 0 {
 		debug.SetGCPercent(p)
 	}
+	if limit := memoryLimitFor(len(rec.Plan.Nodes), opts.App.Getenv); limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
 	if opts.Prepare != nil {
 		// retry and resume may find nothing to reset; restart always does.
 		if err := opts.Prepare(tx, rec, states); err != nil {
@@ -208,6 +211,25 @@ func gcPercentFor(n int, getenv func(string) string) int {
 		return 0
 	}
 	return 50
+}
+
+// heapPerTask is what a run holds per task at most, with room to spare:
+// about 2 KiB of plan, task state and effective inputs (1.9 KiB measured
+// at 100,000 noop tasks), and as much again of garbage between two
+// collections at GOGC=50.
+const heapPerTask = 3584
+
+// memoryLimitFor returns the soft memory limit for a run of n tasks, or 0
+// to keep the runtime's: that of a small plan, or the one the operator
+// chose with GOMEMLIMIT. Near the limit the runtime returns freed memory
+// to the system at once rather than over minutes, which at 100,000 tasks
+// keeps about 35 MiB fewer pages; it also collects more often there, a
+// cost bounded by the runtime (at most half the CPU), never a failure.
+func memoryLimitFor(n int, getenv func(string) string) int64 {
+	if n < bigPlan || getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	return int64(n) * heapPerTask
 }
 
 // errFinished rolls back the preparation of a plan that has nothing left
