@@ -58,8 +58,8 @@ func decodeState(raw []byte) (State, error) {
 	var st State
 	r := jsonfast.NewReader(raw)
 	var seen uint32
-	r.Object(func(k string) {
-		switch k {
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "status":
 			r.Seen(&seen, 1<<0)
 			st.Status = Status(r.StringOf(statuses...))
@@ -100,8 +100,8 @@ func decodeNodes(raw []byte, out *[]planner.Node) error {
 	ok := r.Array(func() {
 		var n planner.Node
 		var seen uint32
-		r.Object(func(k string) {
-			switch k {
+		r.Object(func(k []byte) {
+			switch string(k) {
 			case "id":
 				r.Seen(&seen, 1<<0)
 				n.ID = r.String()
@@ -152,8 +152,8 @@ func decodeEdges(raw []byte, out *[]planner.Edge) error {
 	ok := r.Array(func() {
 		var e planner.Edge
 		var seen uint32
-		r.Object(func(k string) {
-			switch k {
+		r.Object(func(k []byte) {
+			switch string(k) {
 			case "from":
 				r.Seen(&seen, 1<<0)
 				e.From = r.String()

@@ -1,7 +1,6 @@
 package orch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -55,13 +54,8 @@ func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
 
 // staleResource says why resource res makes plan rec stale, or "".
 func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
-	var snap struct {
-		Plan string `json:"plan"`
-	}
-	if raw, err := tx.Get(store.Committed, res); err == nil {
-		if json.Unmarshal(raw, &snap) == nil && snap.Plan > rec.UID {
-			return fmt.Sprintf("%s was committed by the later plan %s", res, snap.Plan), nil
-		}
+	if plan := staging.CommittedPlan(tx, res); plan > rec.UID {
+		return fmt.Sprintf("%s was committed by the later plan %s", res, plan), nil
 	}
 	ents, err := staging.StampsFor(tx, res)
 	if err != nil {

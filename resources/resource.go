@@ -106,8 +106,8 @@ func decodeResource(raw []byte) (*Resource, error) {
 func decodeRest(raw []byte, res *Resource) bool {
 	r := jsonfast.NewReader(raw)
 	var seen uint32
-	r.Object(func(k string) {
-		switch k {
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "name":
 			r.Seen(&seen, 1<<0)
 			res.Name = r.String()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/solarops/solar/internal/jsonfast"
 	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/store"
 )
 
 // The records a commit reads and writes (the staged entry, the committed
@@ -18,8 +19,8 @@ func decodeEntry(raw []byte) (*Entry, error) {
 	var e Entry
 	r := jsonfast.NewReader(raw)
 	var seen uint32
-	r.Object(func(k string) {
-		switch k {
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "key":
 			r.Seen(&seen, 1<<0)
 			e.Key = r.String()
@@ -72,8 +73,8 @@ func readChanges(r *jsonfast.Reader) []Change {
 	if r.Array(func() {
 		var c Change
 		var seen uint32
-		r.Object(func(k string) {
-			switch k {
+		r.Object(func(k []byte) {
+			switch string(k) {
 			case "op":
 				r.Seen(&seen, 1<<0)
 				c.Op = r.String()
@@ -319,4 +320,122 @@ func encodeEntry(e *Entry) ([]byte, error) {
 		dst = jsonfast.AppendString(dst, e.Plan)
 	}
 	return append(dst, '}'), nil
+}
+
+// decodeStamp reads the stamp of a staged entry; what it finds unusual
+// goes to encoding/json.
+func decodeStamp(raw []byte) (Stamp, error) {
+	var st Stamp
+	r := jsonfast.NewReader(raw)
+	var seen uint32
+	r.Object(func(k []byte) {
+		switch string(k) {
+		case "key":
+			r.Seen(&seen, 1<<0)
+			st.Key = r.String()
+		case "resource":
+			r.Seen(&seen, 1<<1)
+			st.Resource = r.String()
+		case "action":
+			r.Seen(&seen, 1<<2)
+			st.Action = r.String()
+		case "seq":
+			r.Seen(&seen, 1<<3)
+			st.Seq = r.Uint64()
+		case "staged_at":
+			r.Seen(&seen, 1<<4)
+			st.StagedAt = r.Time()
+		case "plan":
+			r.Seen(&seen, 1<<5)
+			st.Plan = r.String()
+		case "diff":
+			r.Seen(&seen, 1<<6)
+			if r.Array(func() { r.Skip(); st.Diff = append(st.Diff, skipped{}) }) && st.Diff == nil {
+				st.Diff = []skipped{}
+			}
+		case "tags", "cause", "affected_by", "explicit":
+			r.Skip()
+		default:
+			r.Fail()
+		}
+	})
+	if r.End() == nil {
+		return st, nil
+	}
+	st = Stamp{}
+	err := json.Unmarshal(raw, &st)
+	return st, err
+}
+
+// decodeHeadFast reads the head of a staged entry as encoding/json would
+// (decodeHead), or reports false for what it finds unusual.
+func decodeHeadFast(raw []byte, h *Head) bool {
+	r := jsonfast.NewReader(raw)
+	var seen uint32
+	r.Object(func(k []byte) {
+		switch string(k) {
+		case "key":
+			r.Seen(&seen, 1<<0)
+			h.Key = r.String()
+		case "resource":
+			r.Seen(&seen, 1<<1)
+			h.Resource = r.String()
+		case "action":
+			r.Seen(&seen, 1<<2)
+			h.Action = r.String()
+		case "seq":
+			r.Seen(&seen, 1<<3)
+			h.Seq = r.Uint64()
+		case "tags":
+			r.Seen(&seen, 1<<4)
+			h.Tags = r.StringMap()
+		case "affected_by":
+			r.Seen(&seen, 1<<5)
+			h.AffectedBy = r.Strings()
+		case "diff", "cause", "staged_at", "explicit", "plan":
+			r.Skip()
+		default:
+			r.Fail()
+		}
+	})
+	return r.End() == nil
+}
+
+// CommittedPlan returns the plan whose run committed resource's state, ""
+// when none did or nothing is committed.
+func CommittedPlan(tx *store.Tx, resource string) string {
+	raw, err := tx.Peek(store.Committed, resource)
+	if err != nil {
+		return ""
+	}
+	return committedPlanOf(raw)
+}
+
+// committedPlanOf reads the plan of an encoded snapshot, "" if it does not
+// decode.
+func committedPlanOf(raw []byte) string {
+	r := jsonfast.NewReader(raw)
+	plan := ""
+	var seen uint32
+	r.Object(func(k []byte) {
+		switch string(k) {
+		case "plan":
+			r.Seen(&seen, 1<<0)
+			plan = r.String()
+		case "own", "inputs", "connections", "committed_at", "sensitive", "masked":
+			r.Skip()
+		default:
+			r.Fail()
+		}
+	})
+	if r.End() == nil {
+		return plan
+	}
+	var snap struct {
+		Plan string `json:"plan"`
+	}
+	if json.Unmarshal(raw, &snap) != nil {
+		return ""
+	}
+	return snap.Plan
 }

@@ -92,9 +92,33 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("decodeEntry(%s):\n%#v, %v\nencoding/json:\n%#v", want, dec, err, back)
 		}
 
+		var wantStamp Stamp
+		if err := json.Unmarshal(want, &wantStamp); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := decodeStamp(want); err != nil || !reflect.DeepEqual(st, wantStamp) {
+			t.Fatalf("decodeStamp(%s) = %#v, %v; encoding/json: %#v", want, st, err, wantStamp)
+		}
+		var wantHead Head
+		if err := json.Unmarshal(want, &wantHead); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := decodeHead(e.Key, want); err != nil || !reflect.DeepEqual(*h, wantHead) {
+			t.Fatalf("decodeHead(%s) = %#v, %v; encoding/json: %#v", want, h, err, wantHead)
+		}
+
 		s := randSnapshot(rng)
 		if want, err = json.Marshal(s); err != nil {
 			t.Fatal(err)
+		}
+		var wantPlan struct {
+			Plan string `json:"plan"`
+		}
+		if err := json.Unmarshal(want, &wantPlan); err != nil {
+			t.Fatal(err)
+		}
+		if got := committedPlanOf(want); got != wantPlan.Plan {
+			t.Fatalf("committedPlanOf(%s) = %q; encoding/json: %q", want, got, wantPlan.Plan)
 		}
 		if got, err = encodeSnapshot(s); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("encodeSnapshot:\n%s, %v\nencoding/json:\n%s", got, err, want)
@@ -134,6 +158,13 @@ func TestDecodeEntryUnusual(t *testing.T) {
 		got, err := decodeEntry([]byte(raw))
 		if err != nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("decodeEntry(%s) = %#v, %v; encoding/json: %#v", raw, got, err, want)
+		}
+		var wantStamp Stamp
+		if err := json.Unmarshal([]byte(raw), &wantStamp); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := decodeStamp([]byte(raw)); err != nil || !reflect.DeepEqual(st, wantStamp) {
+			t.Errorf("decodeStamp(%s) = %#v, %v; encoding/json: %#v", raw, st, err, wantStamp)
 		}
 	}
 	for _, raw := range []string{`{"staged_at":"2026-11-23T16:04:05\u002b01:00"}`, `{"key":1}`, `{"seq":-1}`, `{"diff":{}}`, `{"key":"a"`, `[]`, ``} {

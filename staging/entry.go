@@ -332,8 +332,8 @@ func (*skipped) UnmarshalJSON([]byte) error { return nil }
 func StampsFor(tx *store.Tx, resource string) ([]Stamp, error) {
 	var out []Stamp
 	err := tx.ForEach(store.Staged, resource+".", func(k string, v []byte) error {
-		var st Stamp
-		if err := json.Unmarshal(v, &st); err != nil {
+		st, err := decodeStamp(v)
+		if err != nil {
 			return store.Damagedf("staged entry %s does not decode: %v", k, err)
 		}
 		// "rmq.1." also prefixes "rmq.1.x.run"; keep only this resource's.
@@ -363,8 +363,11 @@ type Head struct {
 // one string where the record has three.
 func decodeHead(key string, raw []byte) (*Head, error) {
 	var h Head
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return nil, store.Damagedf("staged entry %s does not decode: %v", key, err)
+	if !decodeHeadFast(raw, &h) {
+		h = Head{}
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, store.Damagedf("staged entry %s does not decode: %v", key, err)
+		}
 	}
 	if n := len(h.Resource); len(h.Key) == n+1+len(h.Action) && h.Key[:n] == h.Resource && h.Key[n] == '.' && h.Key[n+1:] == h.Action {
 		h.Resource, h.Action = h.Key[:n], h.Key[n+1:]

@@ -78,6 +78,19 @@ func TestValueMatchesEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Value(%s) = %#v; encoding/json: %#v", raw, got, want)
 		}
+		// Skip reads over exactly the value, inside a list too.
+		r = NewReader(append(append([]byte("["), raw...), `,true]`...))
+		n := 0
+		r.Array(func() {
+			if n++; n == 1 {
+				r.Skip()
+			} else if !r.Bool() {
+				r.Fail()
+			}
+		})
+		if err := r.End(); err != nil || n != 2 {
+			t.Fatalf("Skip of %s: %v after %d elements", raw, err, n)
+		}
 	}
 	// Written by hand: escapes Marshal never writes, white space.
 	for _, raw := range []string{`"\u00e9\/\ud83d\ude00\b\f"`, ` { "a" : [ 1 , -0.5e+3 , true , null ] } `, `"\u0041"`, `-0`, `0.000001`} {
@@ -96,11 +109,19 @@ func TestValueMatchesEncodingJSON(t *testing.T) {
 // the fast reader does not, is reported unusual rather than read.
 func TestUnusual(t *testing.T) {
 	for _, raw := range []string{``, `{`, `[1,]`, `{"a":1,}`, `01`, `1.`, `.5`, `+1`, `0x10`, `1e`, `"\ud83d"`, `"\x"`, "\"\xff\"", "\"a\nb\"",
-		`{"a":1,"a":2}`, `tru`, `nul`, `"open`, `[1 2]`, `{"a" 1}`, `1e400`, `{} x`} {
+		`{"a":1,"a":2}`, `tru`, `nul`, `"open`, `[1 2]`, `{"a" 1}`, `1e400`, `{} x`, `{null:1}`, `{1:1}`} {
 		r := NewReader([]byte(raw))
 		r.Value()
 		if err := r.End(); !errors.Is(err, ErrUnusual) {
 			t.Errorf("%q read without a failure", raw)
+		}
+		if raw == `{"a":1,"a":2}` || raw == `1e400` {
+			continue // valid JSON: Skip reads over it
+		}
+		r = NewReader([]byte(raw))
+		r.Skip()
+		if err := r.End(); !errors.Is(err, ErrUnusual) {
+			t.Errorf("%q skipped without a failure", raw)
 		}
 	}
 	r := NewReader([]byte(`01`))
@@ -138,8 +159,8 @@ func TestReaderTyped(t *testing.T) {
 	var got rec
 	var seen uint32
 	r := NewReader(raw)
-	r.Object(func(k string) {
-		switch k {
+	r.Object(func(k []byte) {
+		switch string(k) {
 		case "s":
 			r.Seen(&seen, 1)
 			got.S = r.String()
@@ -168,7 +189,7 @@ func TestReaderTyped(t *testing.T) {
 	}
 	r = NewReader([]byte(`{"s":"a","s":"b"}`))
 	seen = 0
-	r.Object(func(string) { r.Seen(&seen, 1); _ = r.String() })
+	r.Object(func([]byte) { r.Seen(&seen, 1); _ = r.String() })
 	if r.End() == nil {
 		t.Error("a repeated field read without a failure")
 	}

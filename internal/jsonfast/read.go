@@ -94,10 +94,12 @@ func (r *Reader) Null() bool {
 }
 
 // Object reads an object, calling field for each key; field reads the
-// value. It reports whether the value was an object (false for null or a
-// failure). Callers fail a repeated key (see Seen): encoding/json merges
-// some kinds of repeated fields.
-func (r *Reader) Object(field func(key string)) bool {
+// value. The key's bytes are valid until field reads: switch on
+// string(key), which costs no copy, or copy it first. Object reports
+// whether the value was an object (false for null or a failure). Callers
+// fail a repeated key (see Seen): encoding/json merges some kinds of
+// repeated fields.
+func (r *Reader) Object(field func(key []byte)) bool {
 	if r.Null() {
 		return false
 	}
@@ -109,7 +111,11 @@ func (r *Reader) Object(field func(key string)) bool {
 		return true
 	}
 	for r.err == nil {
-		key := r.String()
+		if r.peek() != '"' {
+			r.Fail()
+			return false
+		}
+		key := r.stringBytes(false)
 		if !r.expect(':') {
 			return false
 		}
@@ -420,14 +426,15 @@ func (r *Reader) Strings() []string {
 // StringMap reads an object of strings; null reads as nil.
 func (r *Reader) StringMap() map[string]string {
 	var out map[string]string
-	if r.Object(func(k string) {
+	if r.Object(func(k []byte) {
 		if out == nil {
 			out = map[string]string{}
 		}
-		if _, dup := out[k]; dup {
+		key := string(k)
+		if _, dup := out[key]; dup {
 			r.Fail()
 		}
-		out[k] = r.String()
+		out[key] = r.String()
 	}) && out == nil {
 		out = map[string]string{}
 	}
@@ -440,11 +447,12 @@ func (r *Reader) Value() any {
 	switch c := r.peek(); {
 	case c == '{':
 		m := map[string]any{}
-		r.Object(func(k string) {
-			if _, dup := m[k]; dup {
+		r.Object(func(k []byte) {
+			key := string(k)
+			if _, dup := m[key]; dup {
 				r.Fail()
 			}
-			m[k] = r.Value()
+			m[key] = r.Value()
 		})
 		return m
 	case c == '[':
@@ -469,6 +477,30 @@ func (r *Reader) Value() any {
 	}
 	r.Fail()
 	return nil
+}
+
+// Skip reads over any value.
+func (r *Reader) Skip() {
+	switch c := r.peek(); {
+	case c == '{':
+		r.Object(func([]byte) { r.Skip() })
+	case c == '[':
+		r.Array(r.Skip)
+	case c == '"':
+		r.stringBytes(false)
+	case c == 't' || c == 'f':
+		r.Bool()
+	case c == 'n':
+		if !r.Null() {
+			r.Fail()
+		}
+	case c == '-' || ('0' <= c && c <= '9'):
+		if !validNumber(r.number()) {
+			r.Fail()
+		}
+	default:
+		r.Fail()
+	}
 }
 
 // validNumber checks JSON's number grammar, which strconv is looser about
