@@ -32,17 +32,27 @@ func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
 	for _, n := range rec.Plan.Nodes {
 		byID[n.ID] = n.Resource
 	}
+	// Stamps of many resources are read in one pass over the staged log
+	// rather than a lookup each.
+	var stamps map[string][]staging.Stamp
+	if len(ids) >= staleScanFrom {
+		var err error
+		if stamps, err = staging.AllStamps(tx); err != nil {
+			return nil, err
+		}
+	}
 	why := map[string]string{} // resource -> reason, "" when fresh
 	var out []StaleTask
 	for _, id := range ids {
 		res := byID[id]
 		reason, seen := why[res]
 		if !seen {
-			var err error
-			if reason, err = staleResource(tx, rec, res); err != nil {
+			ents, err := stampsOf(tx, stamps, res)
+			if err != nil {
 				return nil, err
 			}
-			why[res] = reason
+			why[res] = staleResource(tx, rec, res, ents)
+			reason = why[res]
 		}
 		if reason != "" {
 			out = append(out, StaleTask{ID: id, Why: reason})
@@ -52,14 +62,24 @@ func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
 	return out, nil
 }
 
-// staleResource says why resource res makes plan rec stale, or "".
-func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
-	if plan := staging.CommittedPlan(tx, res); plan > rec.UID {
-		return fmt.Sprintf("%s was committed by the later plan %s", res, plan), nil
+// staleScanFrom is how many tasks a staleness check takes for the stamps
+// of the whole log to be read at once (tests lower it).
+var staleScanFrom = 1000
+
+// stampsOf returns the stamps of resource res: from all, when read, else
+// from the store.
+func stampsOf(tx *store.Tx, all map[string][]staging.Stamp, res string) ([]staging.Stamp, error) {
+	if all != nil {
+		return all[res], nil
 	}
-	ents, err := staging.StampsFor(tx, res)
-	if err != nil {
-		return "", err
+	return staging.StampsFor(tx, res)
+}
+
+// staleResource says why resource res, with the staged entries ents, makes
+// plan rec stale, or "".
+func staleResource(tx *store.Tx, rec *Record, res string, ents []staging.Stamp) string {
+	if plan := staging.CommittedPlan(tx, res); plan > rec.UID {
+		return fmt.Sprintf("%s was committed by the later plan %s", res, plan)
 	}
 	for _, e := range ents {
 		if e.Plan == rec.UID || !e.StagedAt.After(rec.CreatedAt) {
@@ -68,9 +88,9 @@ func staleResource(tx *store.Tx, rec *Record, res string) (string, error) {
 		if len(e.Diff) == 0 && e.Action != staging.ActionRemove {
 			continue // an action staged by hand changes no value
 		}
-		return fmt.Sprintf("%s has a change staged after the plan (%s, %s)", res, e.Key, e.StagedAt.Local().Format(time.DateTime)), nil
+		return fmt.Sprintf("%s has a change staged after the plan (%s, %s)", res, e.Key, e.StagedAt.Local().Format(time.DateTime))
 	}
-	return "", nil
+	return ""
 }
 
 // RefuseStale fails with ErrStale, naming each stale task among ids and

@@ -346,6 +346,25 @@ func StampsFor(tx *store.Tx, resource string) ([]Stamp, error) {
 	return out, err
 }
 
+// AllStamps returns the stamps of every staged entry by resource, each
+// resource's oldest first: StampsFor for many resources at once, in one
+// pass over the log.
+func AllStamps(tx *store.Tx) (map[string][]Stamp, error) {
+	out := map[string][]Stamp{}
+	err := tx.ForEach(store.Staged, "", func(k string, v []byte) error {
+		st, err := decodeStamp(v)
+		if err != nil {
+			return store.Damagedf("staged entry %s does not decode: %v", k, err)
+		}
+		out[st.Resource] = append(out[st.Resource], st)
+		return nil
+	})
+	for _, list := range out {
+		sort.Slice(list, func(i, j int) bool { return list[i].Seq < list[j].Seq })
+	}
+	return out, err
+}
+
 // Head is a staged entry without its diff, cause and time: what selecting
 // and planning read. "ch process" of 100,000 entries decodes heads, which
 // are a fraction of the entries' size.
