@@ -100,10 +100,18 @@ func RefuseStale(tx *store.Tx, rec *Record, ids []string) error {
 	if err != nil || len(stale) == 0 {
 		return err
 	}
-	parts := make([]string, len(stale))
-	for i, s := range stale {
+	shown := stale[:min(len(stale), staleShown)]
+	parts := make([]string, len(shown))
+	for i, s := range shown {
 		parts[i] = s.ID + " (" + s.Why + ")"
+	}
+	if more := len(stale) - len(shown); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more stale tasks", more))
 	}
 	return fmt.Errorf("%w: plan %s would run %s; nothing was run: process the staged changes into a new plan instead (solar ch process)",
 		ErrStale, rec.UID, strings.Join(parts, ", "))
 }
+
+// staleShown is how many stale tasks a refusal names: a plan of 100,000
+// stale tasks made a line of 9 MB.
+const staleShown = 10

@@ -1,7 +1,9 @@
 package orch
 
 import (
+	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,4 +53,44 @@ func TestStaleScan(t *testing.T) {
 	if !reflect.DeepEqual(results[0], results[1]) {
 		t.Errorf("in one pass: %+v; one at a time: %+v", results[1], results[0])
 	}
+}
+
+// TestRefuseStaleNamesAFew checks that a refusal names the first stale
+// tasks and counts the rest, rather than list every one.
+func TestRefuseStaleNamesAFew(t *testing.T) {
+	names := make([]string, staleShown+5)
+	for i := range names {
+		names[i] = "r" + strconv.Itoa(100+i)
+	}
+	path, uid := noopStack(t, names)
+	update(t, path, func(tx *store.Tx) error {
+		for _, n := range names {
+			if err := tx.Put(store.Committed, n, []byte(`{"own":{},"inputs":{},"committed_at":"2026-01-01T00:00:00Z","plan":"99991231-235959-9999","sensitive":null}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, path, func(tx *store.Tx) error {
+		rec, err := Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(names))
+		for i, n := range names {
+			ids[i] = n + ".run#0"
+		}
+		err = RefuseStale(tx, rec, ids)
+		if !errors.Is(err, ErrStale) {
+			t.Fatalf("RefuseStale: %v; want ErrStale", err)
+		}
+		msg := err.Error()
+		if n := strings.Count(msg, "later plan"); n != staleShown {
+			t.Errorf("the refusal names %d stale tasks; want %d: %s", n, staleShown, msg)
+		}
+		if !strings.Contains(msg, "r100.run#0 (r100 was committed") || !strings.Contains(msg, ", and 5 more stale tasks;") {
+			t.Errorf("the refusal does not name the first and count the rest: %s", msg)
+		}
+		return nil
+	})
 }
