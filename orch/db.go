@@ -43,6 +43,24 @@ type sharedDB struct {
 	// fence, when set, checks in every write transaction that this
 	// runner still owns its plan (claim.go).
 	fence func(tx *store.Tx) error
+	// lookedWaiting is when acquire last looked for a waiting process.
+	lookedWaiting time.Time
+}
+
+// waitLook is how often acquire looks for a process waiting for the store:
+// a look opens a file, and a chain of shell tasks acquired the store three
+// times per task. The waiting process polls the lock every 50 ms.
+const waitLook = 5 * time.Millisecond
+
+// waitingNow reports whether another process waits for the store, looking
+// at most every waitLook; s.mu is held.
+func (s *sharedDB) waitingNow() bool {
+	now := time.Now()
+	if now.Sub(s.lookedWaiting) < waitLook {
+		return false
+	}
+	s.lookedWaiting = now
+	return s.db.Waiting()
 }
 
 func (s *sharedDB) acquire() (*store.DB, error) {
@@ -59,7 +77,7 @@ func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield && s.db.Waiting() {
+	if s.db != nil && s.users == 0 && time.Since(s.openedAt) > s.yield && s.waitingNow() {
 		// Let the waiting process in: bbolt's lock wait polls every 50ms.
 		s.closeLocked()
 		time.Sleep(60 * time.Millisecond)
