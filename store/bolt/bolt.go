@@ -284,19 +284,23 @@ func (s *Store) Update(fn func(kv.Tx) error) (err error) {
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(kv.Tx) error) (err error) {
 	defer guard(s.path, debug.SetPanicOnFault(true), &err)
-	var pending *overlay
+	var layers []*overlay
 	if s.jr != nil {
 		// Before the bbolt transaction: a checkpoint holding the lock
 		// may need to remap the file, which waits for open transactions.
 		s.jr.mu.RLock()
 		defer s.jr.mu.RUnlock()
 		if s.jr.pending.Len() > 0 {
-			pending = &s.jr.pending
+			layers = append(layers, &s.jr.pending)
+		}
+		if s.jr.fold != nil {
+			// Done or not, its writes are the file's or on their way.
+			layers = append(layers, s.jr.fold.w)
 		}
 	}
 	return kv.Named(s.path, s.db.View(func(btx *bbolt.Tx) error {
-		if pending != nil {
-			return fn(&overlayTx{base: &tx{tx: btx}, layers: []*overlay{pending}})
+		if layers != nil {
+			return fn(&overlayTx{base: &tx{tx: btx}, layers: layers})
 		}
 		return fn(&tx{tx: btx})
 	}))

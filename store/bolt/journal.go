@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -21,18 +22,28 @@ import (
 // writes to <store>.journal and fdatasyncs it once. The writes stay in
 // memory (pending) on top of the file, where this process's later
 // transactions see them, until a checkpoint folds them into the file in one
-// ordinary bbolt commit and empties the journal: when pending grows past
-// checkpointEntries or checkpointBytes, and on Close.
+// ordinary bbolt commit: when pending grows past checkpointEntries or
+// checkpointBytes, and on Close.
+//
+// A checkpoint while the process runs happens behind its commits: the
+// journal is renamed <store>.journal.old and a new one started (the
+// directory synced before a record goes into it), and a goroutine folds
+// the old one's writes into the file, then removes it; meanwhile those
+// writes stay a layer under pending, and the commits go on into the new
+// journal. One fold runs at a time. On Close the rest is folded at once.
 //
 // The process holds the file's lock all that time, so no other process
 // sees the file without the journal's writes. If it dies, the next Open
 // (any process) replays the journal before anything else: records are
 // absolute (a key's new value, a deletion, a counter's new value), so
-// replaying one already folded in changes nothing. A record that was being
-// written when the process died fails its length or checksum and is
-// ignored, with everything after it: its transaction never returned.
+// replaying one already folded in changes nothing; an old journal is
+// replayed before the journal, whose records are all newer. A record that
+// was being written when the process died fails its length or checksum and
+// is ignored, with everything after it: its transaction never returned.
 type journal struct {
 	mu      sync.RWMutex // Update: write; View: read
+	path    string       // of the journal file
+	fold    *behind      // the fold running behind the commits, or its failure; nil if none
 	f       *os.File
 	end     int64 // bytes of whole records in f
 	alloc   int64 // bytes of f written, records or zeros
@@ -41,6 +52,19 @@ type journal struct {
 	noSync  bool
 	broken  error // a failed sync: no record may follow
 }
+
+// behind is a fold of an old journal's writes into the file, running on a
+// goroutine of its own. w is frozen: the fold and every transaction read
+// it at once. err is set before done is closed.
+type behind struct {
+	w    *overlay
+	done chan struct{}
+	err  error
+}
+
+// foldBehindAt is how many writes may wait in pending while a fold runs
+// behind before a commit waits for it.
+const foldBehindAt = 4 * checkpointEntries
 
 // Checkpoint thresholds: enough to fold a few hundred tasks at once, small
 // enough that a scan merging them with the file stays cheap.
@@ -75,33 +99,49 @@ const (
 
 func journalPath(path string) string { return path + ".journal" }
 
+// oldJournalPath is where a journal being folded behind the commits is.
+func oldJournalPath(path string) string { return journalPath(path) + ".old" }
+
 // openJournal folds a journal left by a dead process into the file, then,
 // with Options.Journal, starts an empty one for this process.
 func (s *Store) openJournal() error {
-	jp := journalPath(s.path)
+	jp, op := journalPath(s.path), oldJournalPath(s.path)
+	old, err := os.ReadFile(op)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read journal %s: %w", op, err)
+	}
 	data, err := os.ReadFile(jp)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read journal %s: %w", jp, err)
 	}
-	if len(data) > 0 {
+	if len(old) > 0 || len(data) > 0 {
 		if s.opts.ReadOnly {
 			return errNeedsWrite
 		}
+		// The old journal's records are older than every one of the
+		// journal's: they go first.
 		var o overlay
+		replay(old, &o)
 		replay(data, &o)
 		if o.Len() > 0 {
 			if err := s.db.Update(func(btx *bbolt.Tx) error { return fold(btx, &o) }); err != nil {
 				return err
 			}
 		}
-	}
-	if len(data) > 0 {
 		// Folded (bbolt synced it). Empty the journal durably before
 		// anything else writes: replayed over newer writes, it would undo
-		// them.
-		if err := emptyFile(jp); err != nil {
-			return err
+		// them. The old one, older still, goes.
+		if len(data) > 0 {
+			if err := emptyFile(jp); err != nil {
+				return err
+			}
 		}
+	}
+	if s.opts.ReadOnly {
+		return nil
+	}
+	if rerr := os.Remove(op); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return fmt.Errorf("remove journal %s: %w", op, rerr)
 	}
 	if !s.opts.Journal {
 		if rerr := os.Remove(jp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -113,7 +153,7 @@ func (s *Store) openJournal() error {
 	if err != nil {
 		return fmt.Errorf("open journal %s: %w", jp, err)
 	}
-	s.jr = &journal{f: f, noSync: s.opts.NoSync}
+	s.jr = &journal{f: f, path: jp, noSync: s.opts.NoSync}
 	return nil
 }
 
@@ -283,12 +323,16 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 	j := s.jr
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.broken != nil {
-		return j.broken
+	if err := j.settle(j.pending.Len() >= foldBehindAt); err != nil {
+		return err
 	}
 	w := &overlay{}
+	layers := []*overlay{w, &j.pending}
+	if j.fold != nil {
+		layers = append(layers, j.fold.w)
+	}
 	err := s.db.View(func(btx *bbolt.Tx) error {
-		return fn(&overlayTx{base: &tx{tx: btx}, layers: []*overlay{w, &j.pending}, w: w})
+		return fn(&overlayTx{base: &tx{tx: btx}, layers: layers, w: w})
 	})
 	if err != nil || w.Len() == 0 {
 		return err
@@ -313,10 +357,96 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 		j.buf = nil
 	}
 	j.pending.Merge(w)
-	if j.pending.Len() >= checkpointEntries || j.pending.Bytes() >= checkpointBytes {
-		return s.checkpointLocked()
+	if (j.pending.Len() >= checkpointEntries || j.pending.Bytes() >= checkpointBytes) && j.fold == nil {
+		// This transaction is durable whatever happens to the fold: a
+		// failure to start one fails the next transaction.
+		if err := s.foldBehind(); err != nil {
+			j.broken = err
+		}
 	}
 	return nil
+}
+
+// settle ends what the fold behind the commits left, if it is done, or
+// with wait once it is. A failed fold breaks the journal for good: its
+// writes are still in the old journal and stay a layer of every
+// transaction, but no other fold can start behind it.
+func (j *journal) settle(wait bool) error {
+	if j.broken != nil {
+		return j.broken
+	}
+	f := j.fold
+	if f == nil {
+		return nil
+	}
+	if wait {
+		<-f.done
+	} else {
+		select {
+		case <-f.done:
+		default:
+			return nil
+		}
+	}
+	if f.err != nil {
+		j.broken = fmt.Errorf("fold the journal into the store: %w", f.err)
+		return j.broken
+	}
+	j.fold = nil
+	return nil
+}
+
+// foldBehind starts folding the pending writes into the file on a
+// goroutine: the journal becomes the old journal, a new one takes the
+// commits, and the writes stay a layer until they are in the file. No
+// fold may be running.
+func (s *Store) foldBehind() error {
+	j := s.jr
+	op := oldJournalPath(s.path)
+	if err := os.Rename(j.path, op); err != nil {
+		return fmt.Errorf("start a new journal: %w", err)
+	}
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("start a new journal: %w", err)
+	}
+	if !j.noSync {
+		// The rename and the new file reach the disk before a record goes
+		// into it: else a crash could lose the new file's records, or
+		// bring the old journal back under the new one's name.
+		if err := syncDir(filepath.Dir(j.path)); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("start a new journal: %w", err)
+		}
+	}
+	_ = j.f.Close()
+	j.f, j.end, j.alloc = f, 0, 0
+	w := new(overlay)
+	*w = j.pending
+	w.Freeze()
+	j.pending = overlay{}
+	b := &behind{w: w, done: make(chan struct{})}
+	j.fold = b
+	go func() {
+		defer close(b.done)
+		b.err = s.db.Update(func(btx *bbolt.Tx) error { return fold(btx, w) })
+		if b.err == nil {
+			if err := os.Remove(op); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				b.err = err
+			}
+		}
+	}()
+	return nil
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // grow writes zeros past the records, in whole chunks, until the file has
@@ -346,6 +476,9 @@ func (s *Store) checkpoint() error {
 
 func (s *Store) checkpointLocked() error {
 	j := s.jr
+	if err := j.settle(true); err != nil {
+		return err
+	}
 	if j.pending.Len() == 0 {
 		return nil
 	}

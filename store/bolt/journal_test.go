@@ -47,6 +47,24 @@ func dump(t *testing.T, s *Store, bucket string) []string {
 	return got
 }
 
+// startFold starts a fold behind the commits, as a checkpoint while they
+// go on does, unless one runs.
+func startFold(t *testing.T, s *Store) {
+	t.Helper()
+	j := s.jr
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.settle(false); err != nil {
+		t.Fatal(err)
+	}
+	if j.fold != nil || j.pending.Len() == 0 {
+		return
+	}
+	if err := s.foldBehind(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJournalModel runs random transactions against the journal and a map,
 // with checkpoints and failed transactions between them, and compares every
 // read: Get, Has, ForEach and Last over random prefixes, within
@@ -116,18 +134,25 @@ func TestJournalModel(t *testing.T) {
 				if !fail {
 					model, seq = next, nextSeq
 				}
-				if rng.IntN(40) == 0 {
+				switch rng.IntN(40) {
+				case 0:
 					if err := s.checkpoint(); err != nil {
 						t.Fatal(err)
 					}
+				case 1, 2, 3, 4, 5:
+					// A fold behind the commits, which run on while it
+					// goes (and start another once it is done).
+					startFold(t, s)
 				}
 				_ = s.View(func(tx kv.Tx) error { compare(t, tx, model, rng); return nil })
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(journalPath(p)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("journal left after a clean close: %v", err)
+			for _, jp := range []string{journalPath(p), oldJournalPath(p)} {
+				if _, err := os.Stat(jp); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("journal %s left after a clean close: %v", jp, err)
+				}
 			}
 			s = mustOpen(t, p, false)
 			defer s.Close()
@@ -273,6 +298,9 @@ func TestJournalSurvivesKill(t *testing.T) {
 		if st, err := os.Stat(journalPath(p)); err == nil && st.Size() > 0 {
 			t.Fatalf("round %d: the journal still holds %d bytes after a fold", round, st.Size())
 		}
+		if _, err := os.Stat(oldJournalPath(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: an old journal is left after a fold: %v", round, err)
+		}
 		reported = max(reported, last)
 	}
 }
@@ -414,5 +442,97 @@ func TestJournalGrowsAhead(t *testing.T) {
 		if n := replay(data, &o); n != i+1 {
 			t.Fatalf("after %d commits the journal replays %d records", i+1, n)
 		}
+	}
+}
+
+// TestOldJournalReplayedFirst checks the open after a process died while
+// a fold ran behind its commits: the old journal's records, then the
+// journal's, newer, win; both files are then gone or empty; a read-only
+// open does the same.
+func TestOldJournalReplayedFirst(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		p := filepath.Join(t.TempDir(), "solar.db")
+		mustOpen(t, p, false).Close()
+		old := &overlay{}
+		old.Set("one", "a", []byte("old"), false)
+		old.Set("one", "b", []byte("old"), false)
+		old.Set("one", "c", []byte("old"), false)
+		newer := &overlay{}
+		newer.Set("one", "a", []byte("new"), false)
+		newer.Set("one", "c", nil, true)
+		if err := os.WriteFile(oldJournalPath(p), encode(nil, old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(journalPath(p), encode(nil, newer), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o := testOptions(false)
+		o.ReadOnly = readOnly
+		s, err := Open(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dump(t, s, "one"); !slices.Equal(got, []string{"a=new", "b=old"}) {
+			t.Fatalf("read-only %v: the store holds %q, want a=new b=old", readOnly, got)
+		}
+		s.Close()
+		if _, err := os.Stat(oldJournalPath(p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("read-only %v: the old journal is left: %v", readOnly, err)
+		}
+		if st, err := os.Stat(journalPath(p)); err == nil && st.Size() > 0 {
+			t.Fatalf("read-only %v: the journal still holds %d bytes", readOnly, st.Size())
+		}
+	}
+}
+
+// TestFoldBehind checks a fold behind the commits: commits go on into a
+// new journal while it runs, every read sees the folded writes, it ends
+// with the old journal removed, and the next checkpoint waits for it.
+func TestFoldBehind(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	s := mustOpen(t, p, true)
+	put := func(k, v string) {
+		t.Helper()
+		if err := s.Update(func(tx kv.Tx) error { return tx.Put("one", k, []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range checkpointEntries {
+		put(fmt.Sprintf("k%05d", i), "first")
+	}
+	s.jr.mu.Lock()
+	b := s.jr.fold
+	s.jr.mu.Unlock()
+	if b == nil {
+		t.Fatal("no fold started behind the commits at the checkpoint threshold")
+	}
+	put("k00000", "second") // into the new journal, fold or not
+	<-b.done
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	if _, err := os.Stat(oldJournalPath(p)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old journal is left after its fold: %v", err)
+	}
+	got := dump(t, s, "one")
+	if len(got) != checkpointEntries || got[0] != "k00000=second" || got[1] != "k00001=first" {
+		t.Fatalf("after the fold the store reads %d keys, first %q", len(got), got[:2])
+	}
+	// The fold's writes are in the file: a read of the file alone finds them.
+	if err := s.db.View(func(btx *bbolt.Tx) error {
+		if v := btx.Bucket([]byte("one")).Get([]byte("k00001")); string(v) != "first" {
+			t.Errorf("the file holds k00001=%q after the fold", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, p, false)
+	defer s.Close()
+	if got := dump(t, s, "one"); len(got) != checkpointEntries || got[0] != "k00000=second" {
+		t.Fatalf("reopened, the store reads %d keys, first %q", len(got), got[0])
 	}
 }

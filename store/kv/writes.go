@@ -120,6 +120,15 @@ func (w *Writes) Merge(o *Writes) {
 	}
 }
 
+// Freeze readies w for reads from many goroutines at once: a scan sorts
+// the keys it finds unsorted in place, a write in all but name. Writes
+// after Freeze undo it.
+func (w *Writes) Freeze() {
+	for _, p := range w.buckets {
+		p.sortedKeys()
+	}
+}
+
 // Reset forgets everything. It keeps the room its maps grew to: the
 // journal fills them again, to about the same size, after every
 // checkpoint.
