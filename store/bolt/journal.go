@@ -356,7 +356,14 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 	if cap(j.buf) > 16<<20 {
 		j.buf = nil
 	}
-	j.pending.Merge(w)
+	if j.pending.Len() == 0 {
+		// Nothing pending (a fold has just taken it): the transaction's
+		// writes become the pending ones as they are, rather than be
+		// copied key by key (24,000 keys for 4,096 noop tasks).
+		j.pending = *w
+	} else {
+		j.pending.Merge(w)
+	}
 	if (j.pending.Len() >= checkpointEntries || j.pending.Bytes() >= checkpointBytes) && j.fold == nil {
 		// This transaction is durable whatever happens to the fold: a
 		// failure to start one fails the next transaction.
