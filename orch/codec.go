@@ -93,48 +93,15 @@ func decodeState(raw []byte) (State, error) {
 	return State(s), err
 }
 
-// decodeNodes decodes a list of a plan's tasks.
-func decodeNodes(raw []byte, out *[]planner.Node) error {
-	var list []planner.Node
+// decodeList decodes a JSON list, each element with elem, or with
+// encoding/json when the fast reader finds the list unusual.
+func decodeList[T any](raw []byte, out *[]T, elem func(*jsonfast.Reader) T) error {
+	var list []T
 	r := jsonfast.NewReader(raw)
-	ok := r.Array(func() {
-		var n planner.Node
-		var seen uint32
-		r.Object(func(k []byte) {
-			switch string(k) {
-			case "id":
-				r.Seen(&seen, 1<<0)
-				n.ID = r.String()
-			case "resource":
-				r.Seen(&seen, 1<<1)
-				n.Resource = r.String()
-			case "action":
-				r.Seen(&seen, 1<<2)
-				n.Action = r.StringOf("run", "update", "remove")
-			case "instance":
-				r.Seen(&seen, 1<<3)
-				n.Instance = r.Int()
-			case "staged":
-				r.Seen(&seen, 1<<4)
-				n.Staged = r.Bool()
-			case "staged_key":
-				r.Seen(&seen, 1<<5)
-				n.StagedKey = r.String()
-			case "triggered_by":
-				r.Seen(&seen, 1<<6)
-				n.TriggeredBy = r.Strings()
-			case "weight":
-				r.Seen(&seen, 1<<7)
-				n.Weight = r.Int()
-			default:
-				r.Fail()
-			}
-		})
-		list = append(list, n)
-	})
+	ok := r.Array(func() { list = append(list, elem(r)) })
 	if r.End() == nil {
 		if ok && list == nil {
-			list = []planner.Node{}
+			list = []T{}
 		}
 		*out = list
 		return nil
@@ -143,45 +110,73 @@ func decodeNodes(raw []byte, out *[]planner.Node) error {
 	return json.Unmarshal(raw, out)
 }
 
+// decodeNodes decodes a list of a plan's tasks.
+func decodeNodes(raw []byte, out *[]planner.Node) error { return decodeList(raw, out, readNode) }
+
+func readNode(r *jsonfast.Reader) planner.Node {
+	var n planner.Node
+	var seen uint32
+	r.Object(func(k []byte) {
+		switch string(k) {
+		case "id":
+			r.Seen(&seen, 1<<0)
+			n.ID = r.String()
+		case "resource":
+			r.Seen(&seen, 1<<1)
+			n.Resource = r.String()
+		case "action":
+			r.Seen(&seen, 1<<2)
+			n.Action = r.StringOf("run", "update", "remove")
+		case "instance":
+			r.Seen(&seen, 1<<3)
+			n.Instance = r.Int()
+		case "staged":
+			r.Seen(&seen, 1<<4)
+			n.Staged = r.Bool()
+		case "staged_key":
+			r.Seen(&seen, 1<<5)
+			n.StagedKey = r.String()
+		case "triggered_by":
+			r.Seen(&seen, 1<<6)
+			n.TriggeredBy = r.Strings()
+		case "weight":
+			r.Seen(&seen, 1<<7)
+			n.Weight = r.Int()
+		default:
+			r.Fail()
+		}
+	})
+	return n
+}
+
 var eventTexts = []string{"", string(events.Changed), string(events.OK), string(events.Failed), string(events.Success), string(events.Any)}
 
 // decodeEdges decodes a list of a plan's edges.
-func decodeEdges(raw []byte, out *[]planner.Edge) error {
-	var list []planner.Edge
-	r := jsonfast.NewReader(raw)
-	ok := r.Array(func() {
-		var e planner.Edge
-		var seen uint32
-		r.Object(func(k []byte) {
-			switch string(k) {
-			case "from":
-				r.Seen(&seen, 1<<0)
-				e.From = r.String()
-			case "to":
-				r.Seen(&seen, 1<<1)
-				e.To = r.String()
-			case "kind":
-				r.Seen(&seen, 1<<2)
-				e.Kind = r.StringOf(planner.EdgeAfter, planner.EdgeReact)
-			case "event":
-				r.Seen(&seen, 1<<3)
-				e.Event = events.Event(r.StringOf(eventTexts...))
-			case "rule":
-				r.Seen(&seen, 1<<4)
-				e.Rule = r.String()
-			default:
-				r.Fail()
-			}
-		})
-		list = append(list, e)
-	})
-	if r.End() == nil {
-		if ok && list == nil {
-			list = []planner.Edge{}
+func decodeEdges(raw []byte, out *[]planner.Edge) error { return decodeList(raw, out, readEdge) }
+
+func readEdge(r *jsonfast.Reader) planner.Edge {
+	var e planner.Edge
+	var seen uint32
+	r.Object(func(k []byte) {
+		switch string(k) {
+		case "from":
+			r.Seen(&seen, 1<<0)
+			e.From = r.String()
+		case "to":
+			r.Seen(&seen, 1<<1)
+			e.To = r.String()
+		case "kind":
+			r.Seen(&seen, 1<<2)
+			e.Kind = r.StringOf(planner.EdgeAfter, planner.EdgeReact)
+		case "event":
+			r.Seen(&seen, 1<<3)
+			e.Event = events.Event(r.StringOf(eventTexts...))
+		case "rule":
+			r.Seen(&seen, 1<<4)
+			e.Rule = r.String()
+		default:
+			r.Fail()
 		}
-		*out = list
-		return nil
-	}
-	*out = nil
-	return json.Unmarshal(raw, out)
+	})
+	return e
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/internal/jsonfast/jsonfasttest"
@@ -25,14 +24,8 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 		return jsonfasttest.Text(rng)
 	}
-	when := func() time.Time {
-		if rng.IntN(3) == 0 {
-			return time.Time{}
-		}
-		return time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("", 3600*(rng.IntN(5)-2)))
-	}
 	for i := 0; i < 5000; i++ {
-		st := State{Status: Status(text()), Reason: text(), Err: text(), Attempts: rng.IntN(3) - 1, Changed: rng.IntN(2) == 0, Start: when(), End: when()}
+		st := State{Status: Status(text()), Reason: text(), Err: text(), Attempts: rng.IntN(3) - 1, Changed: rng.IntN(2) == 0, Start: jsonfasttest.Time(rng), End: jsonfasttest.Time(rng)}
 		want, err := json.Marshal(stateJSON(st))
 		if err != nil {
 			t.Fatal(err)

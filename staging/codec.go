@@ -14,25 +14,39 @@ import (
 // the fast reader finds unusual is read by encoding/json (codec_test.go
 // checks both against it).
 
+// readHead reads the fields every view of a staged entry has (key,
+// resource, action, seq; bits 0 to 3 of seen) and reports whether k is one
+// of them.
+func readHead(r *jsonfast.Reader, k []byte, seen *uint32, key, resource, action *string, seq *uint64) bool {
+	switch string(k) {
+	case "key":
+		r.Seen(seen, 1<<0)
+		*key = r.String()
+	case "resource":
+		r.Seen(seen, 1<<1)
+		*resource = r.String()
+	case "action":
+		r.Seen(seen, 1<<2)
+		*action = r.String()
+	case "seq":
+		r.Seen(seen, 1<<3)
+		*seq = r.Uint64()
+	default:
+		return false
+	}
+	return true
+}
+
 // decodeEntry decodes a staged entry.
 func decodeEntry(raw []byte) (*Entry, error) {
 	var e Entry
 	r := jsonfast.NewReader(raw)
 	var seen uint32
 	r.Object(func(k []byte) {
+		if readHead(r, k, &seen, &e.Key, &e.Resource, &e.Action, &e.Seq) {
+			return
+		}
 		switch string(k) {
-		case "key":
-			r.Seen(&seen, 1<<0)
-			e.Key = r.String()
-		case "resource":
-			r.Seen(&seen, 1<<1)
-			e.Resource = r.String()
-		case "action":
-			r.Seen(&seen, 1<<2)
-			e.Action = r.String()
-		case "seq":
-			r.Seen(&seen, 1<<3)
-			e.Seq = r.Uint64()
 		case "tags":
 			r.Seen(&seen, 1<<4)
 			e.Tags = r.StringMap()
@@ -329,19 +343,10 @@ func decodeStamp(raw []byte) (Stamp, error) {
 	r := jsonfast.NewReader(raw)
 	var seen uint32
 	r.Object(func(k []byte) {
+		if readHead(r, k, &seen, &st.Key, &st.Resource, &st.Action, &st.Seq) {
+			return
+		}
 		switch string(k) {
-		case "key":
-			r.Seen(&seen, 1<<0)
-			st.Key = r.String()
-		case "resource":
-			r.Seen(&seen, 1<<1)
-			st.Resource = r.String()
-		case "action":
-			r.Seen(&seen, 1<<2)
-			st.Action = r.String()
-		case "seq":
-			r.Seen(&seen, 1<<3)
-			st.Seq = r.Uint64()
 		case "staged_at":
 			r.Seen(&seen, 1<<4)
 			st.StagedAt = r.Time()
@@ -373,19 +378,10 @@ func decodeHeadFast(raw []byte, h *Head) bool {
 	r := jsonfast.NewReader(raw)
 	var seen uint32
 	r.Object(func(k []byte) {
+		if readHead(r, k, &seen, &h.Key, &h.Resource, &h.Action, &h.Seq) {
+			return
+		}
 		switch string(k) {
-		case "key":
-			r.Seen(&seen, 1<<0)
-			h.Key = r.String()
-		case "resource":
-			r.Seen(&seen, 1<<1)
-			h.Resource = r.String()
-		case "action":
-			r.Seen(&seen, 1<<2)
-			h.Action = r.String()
-		case "seq":
-			r.Seen(&seen, 1<<3)
-			h.Seq = r.Uint64()
 		case "tags":
 			r.Seen(&seen, 1<<4)
 			h.Tags = r.StringMap()

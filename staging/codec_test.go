@@ -6,19 +6,10 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/solarops/solar/internal/jsonfast/jsonfasttest"
 	"github.com/solarops/solar/resources"
 )
-
-func randTime(rng *rand.Rand) time.Time {
-	if rng.IntN(4) == 0 {
-		return time.Time{}
-	}
-	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+1800), time.FixedZone("x", -7*3600)}
-	return time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])
-}
 
 func randChanges(rng *rand.Rand) []Change {
 	if rng.IntN(4) == 0 {
@@ -40,7 +31,7 @@ func randChanges(rng *rand.Rand) []Change {
 
 func randEntry(rng *rand.Rand) *Entry {
 	e := &Entry{Key: jsonfasttest.Text(rng), Resource: jsonfasttest.Text(rng), Action: jsonfasttest.Text(rng), Seq: rng.Uint64() >> rng.IntN(64),
-		Diff: randChanges(rng), Cause: jsonfasttest.Text(rng), StagedAt: randTime(rng), AffectedBy: jsonfasttest.Strings(rng),
+		Diff: randChanges(rng), Cause: jsonfasttest.Text(rng), StagedAt: jsonfasttest.Time(rng), AffectedBy: jsonfasttest.Strings(rng),
 		Explicit: rng.IntN(2) == 0, Plan: jsonfasttest.Text(rng)}
 	if rng.IntN(3) > 0 {
 		e.Tags = map[string]string{}
@@ -52,7 +43,7 @@ func randEntry(rng *rand.Rand) *Entry {
 }
 
 func randSnapshot(rng *rand.Rand) *Snapshot {
-	s := &Snapshot{Own: jsonfasttest.Map(rng), Inputs: jsonfasttest.Map(rng), CommittedAt: randTime(rng), Plan: jsonfasttest.Text(rng),
+	s := &Snapshot{Own: jsonfasttest.Map(rng), Inputs: jsonfasttest.Map(rng), CommittedAt: jsonfasttest.Time(rng), Plan: jsonfasttest.Text(rng),
 		Sensitive: jsonfasttest.Strings(rng), Masked: jsonfasttest.Strings(rng)}
 	for range rng.IntN(3) {
 		c := resources.Connection{Emitter: jsonfasttest.Text(rng), Receiver: jsonfasttest.Text(rng), Seq: uint64(rng.IntN(3)), Rules: jsonfasttest.Strings(rng)}
@@ -125,7 +116,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 
 		h := &HistoryEntry{UID: jsonfasttest.Text(rng), Key: e.Key, Resource: e.Resource, Action: e.Action, Diff: e.Diff, Cause: e.Cause,
-			Plan: jsonfasttest.Text(rng), Task: jsonfasttest.Text(rng), CommittedAt: randTime(rng)}
+			Plan: jsonfasttest.Text(rng), Task: jsonfasttest.Text(rng), CommittedAt: jsonfasttest.Time(rng)}
 		if rng.IntN(2) == 0 {
 			h.Before = s
 		}

@@ -139,6 +139,12 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 // AppendMap appends m as an object with its keys in order, as
 // encoding/json does; a nil map is null.
 func AppendMap(dst []byte, m map[string]any) ([]byte, error) {
+	return appendObject(dst, m, AppendValue)
+}
+
+// appendObject appends m as an object with its keys in order, each value
+// with value; a nil map is null.
+func appendObject[V any](dst []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
 	if m == nil {
 		return append(dst, "null"...), nil
 	}
@@ -156,7 +162,7 @@ func AppendMap(dst []byte, m map[string]any) ([]byte, error) {
 		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = AppendValue(dst, m[k]); err != nil {
+		if dst, err = value(dst, m[k]); err != nil {
 			return dst, err
 		}
 	}
@@ -181,33 +187,6 @@ func AppendStrings(dst []byte, list []string) []byte {
 // AppendStringMap appends m as an object with its keys in order; nil is
 // null.
 func AppendStringMap(dst []byte, m map[string]string) []byte {
-	if m == nil {
-		return append(dst, "null"...)
-	}
-	var small [16]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = AppendString(dst, k)
-		dst = append(dst, ':')
-		dst = AppendString(dst, m[k])
-	}
-	return append(dst, '}')
-}
-
-// Field appends a key and its colon, after a comma unless it is the
-// object's first.
-func Field(dst []byte, key string) []byte {
-	if dst[len(dst)-1] != '{' {
-		dst = append(dst, ',')
-	}
-	dst = AppendString(dst, key)
-	return append(dst, ':')
+	dst, _ = appendObject(dst, m, func(dst []byte, v string) ([]byte, error) { return AppendString(dst, v), nil })
+	return dst
 }

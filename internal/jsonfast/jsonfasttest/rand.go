@@ -5,6 +5,7 @@ package jsonfasttest
 import (
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // Texts are strings that exercise escaping: HTML, control characters,
@@ -85,4 +86,14 @@ func Map(rng *rand.Rand) map[string]any {
 		m[Text(rng)] = Value(rng)
 	}
 	return m
+}
+
+// Time returns the zero time one time in four, else a random time with
+// nanoseconds in one of a few zones, one of them with a name.
+func Time(rng *rand.Rand) time.Time {
+	if rng.IntN(4) == 0 {
+		return time.Time{}
+	}
+	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+1800), time.FixedZone("x", -7*3600)}
+	return time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])
 }
