@@ -829,15 +829,23 @@ func (ex *execution) persist(id string, st State) error {
 	ex.bufMu.Lock()
 	ex.bufferState(id, st)
 	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
-	big := len(ex.buf) >= lazyMax
+	big, failed := len(ex.buf) >= lazyMax, ex.behindFailed
 	ex.bufMu.Unlock()
+	return ex.writeBuffered(!lazy, big, failed)
+}
+
+// writeBuffered writes what persist or persistBatch buffered: at once when
+// a change must be durable now (eager), behind the walk when the buffer is
+// full, else not yet. failed is the error of a write behind that failed,
+// read with the buffer.
+func (ex *execution) writeBuffered(eager, big bool, failed error) error {
 	switch {
-	case !lazy:
+	case eager:
 		return ex.flush()
 	case big:
 		return ex.flushBehind()
 	}
-	return ex.behindErr()
+	return failed
 }
 
 // lazyMax is how many changes the buffer holds before they are written
@@ -862,15 +870,9 @@ func (ex *execution) persistBatch(ids []string, states []State) error {
 			eager = true
 		}
 	}
-	big := len(ex.buf) >= lazyMax
+	big, failed := len(ex.buf) >= lazyMax, ex.behindFailed
 	ex.bufMu.Unlock()
-	switch {
-	case eager:
-		return ex.flush()
-	case big:
-		return ex.flushBehind()
-	}
-	return ex.behindErr()
+	return ex.writeBuffered(eager, big, failed)
 }
 
 // flushBehind writes the buffered changes, none of which must be durable
