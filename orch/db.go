@@ -152,15 +152,32 @@ func (s *sharedDB) Update(fn func(*store.Tx) error) error {
 		return err
 	}
 	defer s.release()
-	if s.fence == nil {
-		return db.Update(fn)
+	return db.Update(s.fenced(fn))
+}
+
+// UpdateLate is Update that may return before the transaction is durable
+// (store.DB.UpdateLate); durable waits until it is. Closing the store
+// makes it durable too.
+func (s *sharedDB) UpdateLate(fn func(*store.Tx) error) (durable func() error, err error) {
+	db, err := s.acquire()
+	if err != nil {
+		return nil, err
 	}
-	return db.Update(func(tx *store.Tx) error {
+	defer s.release()
+	return db.UpdateLate(s.fenced(fn))
+}
+
+// fenced is fn after the fence, if set.
+func (s *sharedDB) fenced(fn func(*store.Tx) error) func(*store.Tx) error {
+	if s.fence == nil {
+		return fn
+	}
+	return func(tx *store.Tx) error {
 		if err := s.fence(tx); err != nil {
 			return err
 		}
 		return fn(tx)
-	})
+	}
 }
 
 // View runs fn in one read transaction.

@@ -627,8 +627,10 @@ type execution struct {
 	// none is); behindFailed is the error of the first that failed.
 	behind       chan struct{}
 	behindFailed error
-	groups       map[string]bool
-	planGroups   bool
+	// durable waits until the last eager write (flush) is on disk.
+	durable    func() error
+	groups     map[string]bool
+	planGroups bool
 
 	userStop <-chan struct{}
 	stopped  chan struct{}
@@ -700,6 +702,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		}
 		defer unlock()
 	}
+	gate := ex.gateOf(t)
 	var last error
 	attempts := 0
 	for attempt := 0; attempt <= info.retry; attempt++ {
@@ -720,6 +723,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		ex.mu.Unlock()
 		ex.logs.begin(t.ID, attempts)
 		res, err := info.handler.Run(ctx, handler.Request{
+			Gate:     gate,
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
@@ -1013,7 +1017,9 @@ func (ex *execution) recycle(batch []pendingWrite) {
 	ex.bufMu.Unlock()
 }
 
-// flush writes every buffered change in one transaction.
+// flush writes every buffered change in one transaction, which may become
+// durable after flush returns: the tasks that start next wait for that
+// just before their scripts do (gateOf), and get ready meanwhile.
 func (ex *execution) flush() error {
 	if err := ex.waitBehind(); err != nil {
 		return err
@@ -1023,7 +1029,7 @@ func (ex *execution) flush() error {
 		return nil
 	}
 	defer ex.recycle(batch)
-	err := ex.sdb.Update(func(tx *store.Tx) error {
+	durable, err := ex.sdb.UpdateLate(func(tx *store.Tx) error {
 		if err := ex.write(tx, batch); err != nil {
 			return err
 		}
@@ -1040,8 +1046,24 @@ func (ex *execution) flush() error {
 	})
 	if err == nil {
 		ex.written(batch)
+		ex.bufMu.Lock()
+		ex.durable = durable
+		ex.bufMu.Unlock()
 	}
 	return err
+}
+
+// gateOf returns what task t's scripts wait for before they start: the
+// sync of the last transaction written, which holds the final states and
+// commits of every task t depends on (they finished before it started, and
+// syncs happen in order). A task that depends on none starts at once.
+func (ex *execution) gateOf(t *Task) func() error {
+	if len(t.In) == 0 && len(t.Earlier) == 0 {
+		return nil
+	}
+	ex.bufMu.Lock()
+	defer ex.bufMu.Unlock()
+	return ex.durable
 }
 
 // written forgets the outputs and inputs of the tasks whose final states

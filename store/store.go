@@ -181,6 +181,23 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	return db.be.Update(func(t kv.Tx) error { return fn(&Tx{t: t}) })
 }
 
+// UpdateLate is Update that may return before the transaction is durable,
+// on a backend that can tell it later (kv.LateSyncer; on others it is
+// durable when UpdateLate returns). What it wrote is seen by every later
+// transaction at once; durable waits until it is on disk. A runner uses it
+// to get the next task ready while its predecessor's commit syncs, and
+// starts the task only once durable returns nil.
+func (db *DB) UpdateLate(fn func(*Tx) error) (durable func() error, err error) {
+	wrap := func(t kv.Tx) error { return fn(&Tx{t: t}) }
+	if ls, ok := db.be.(kv.LateSyncer); ok {
+		return ls.UpdateLate(wrap)
+	}
+	return durableNow, db.be.Update(wrap)
+}
+
+// durableNow is the durable of a transaction that was durable on return.
+func durableNow() error { return nil }
+
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(*Tx) error) error {
 	return db.be.View(func(t kv.Tx) error { return fn(&Tx{t: t}) })

@@ -153,6 +153,9 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if err := writeNote(notePath, req.Task, g); err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot record the attempt: " + err.Error()}
 	}
+	if err := PassGate(req.Gate); err != nil {
+		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
+	}
 	p, err := startLocal(cmd)
 	if err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("cannot start %s: %v", prog, err)}

@@ -24,6 +24,12 @@ type Request struct {
 	// Started, if set, is told the attempt's process group when it runs on
 	// this machine (see Attempt.Started).
 	Started func(Group)
+	// Gate, if set, is called just before the script starts, once the
+	// attempt is otherwise ready (files written, pipes made): the script
+	// starts only if it returns nil. A runner gives one that waits until
+	// the commits the task depends on are durable, so that getting the
+	// attempt ready overlaps their sync.
+	Gate func() error
 	// Check runs the script in check mode (SOLAR_CHECK=1): it must change
 	// nothing and report whether it would.
 	Check bool

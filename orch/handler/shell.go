@@ -87,6 +87,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		Stdout:  io.MultiWriter(&stdout, log.stream('o')),
 		Stderr:  io.MultiWriter(&stderr, log.stream('e')),
 		Started: req.Started,
+		Gate:    req.Gate,
 	})
 
 	changed, outputs, resultErr := true, map[string]any(nil), ended.ResultErr

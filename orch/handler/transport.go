@@ -66,6 +66,24 @@ type Attempt struct {
 	// remote host does not call it: its wrapper ends the group on the node
 	// when the connection goes.
 	Started func(Group)
+	// Gate, if set, is called just before the script starts; an error
+	// stops the attempt there, and Exec returns it (see Request.Gate).
+	Gate func() error
+}
+
+// ErrGate wraps the error of an attempt's Gate: the script did not start.
+var ErrGate = errors.New("not started")
+
+// PassGate calls gate, if any, and wraps its error in ErrGate; transports
+// call it just before they start a script.
+func PassGate(gate func() error) error {
+	if gate == nil {
+		return nil
+	}
+	if err := gate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrGate, err)
+	}
+	return nil
 }
 
 // Ended is how an attempt ended.
@@ -228,6 +246,11 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	// The script dies with the executor: kill -9 of solar must not leave
 	// it running beside the copy that resume starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := PassGate(a.Gate); err != nil {
+		out.started()
+		out.finish(ioGrace)
+		return Ended{}, err
+	}
 	p, err := startLocal(cmd)
 	if errors.Is(err, syscall.ENOEXEC) {
 		// Executable but no #! line: the shell runs it, as a shell would.

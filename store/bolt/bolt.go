@@ -276,10 +276,41 @@ func (s *Store) Update(fn func(kv.Tx) error) (err error) {
 	}
 	defer guard(s.path, debug.SetPanicOnFault(true), &err)
 	if s.jr != nil {
-		return kv.Named(s.path, s.journaled(fn))
+		_, err := s.journaled(fn, false)
+		return kv.Named(s.path, err)
 	}
 	return kv.Named(s.path, s.db.Update(func(btx *bbolt.Tx) error { return fn(&tx{tx: btx}) }))
 }
+
+// UpdateLate is Update whose journal record is synced on a goroutine of
+// its own (kv.LateSyncer): the caller's next transaction runs meanwhile.
+// Without the journal it is Update.
+func (s *Store) UpdateLate(fn func(kv.Tx) error) (durable func() error, err error) {
+	if s.jr == nil {
+		return syncedNow, s.Update(fn)
+	}
+	if s.db.IsReadOnly() {
+		return nil, kv.ErrReadOnly
+	}
+	defer guard(s.path, debug.SetPanicOnFault(true), &err)
+	n, err := s.journaled(fn, true)
+	if err != nil {
+		return nil, kv.Named(s.path, err)
+	}
+	j, done := s.jr, make(chan struct{})
+	var serr error
+	go func() {
+		serr = j.syncTo(n)
+		close(done)
+	}()
+	return func() error {
+		<-done
+		return serr
+	}, nil
+}
+
+// syncedNow is the durable of a transaction durable on return.
+func syncedNow() error { return nil }
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(kv.Tx) error) (err error) {

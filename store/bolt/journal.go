@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	bbolt "go.etcd.io/bbolt"
@@ -50,7 +51,18 @@ type journal struct {
 	pending overlay
 	buf     []byte
 	noSync  bool
-	broken  error // a failed sync: no record may follow
+	broken  error // a failed sync or fold: no record may follow
+
+	// A record's sync may come after its transaction returned (UpdateLate),
+	// under syncMu alone, while the next transaction runs. Records are
+	// counted: written once a record is wholly written, synced once a sync
+	// covered it. What changes f or empties it holds syncMu too, having
+	// synced every record written so far.
+	syncMu  sync.Mutex
+	written atomic.Int64
+	synced  int64       // under syncMu
+	syncErr error       // under syncMu: a failed sync, final
+	failed  atomic.Bool // syncErr is set
 }
 
 // behind is a fold of an old journal's writes into the file, running on a
@@ -317,39 +329,41 @@ func fold(btx *bbolt.Tx, o *overlay) error {
 	return nil
 }
 
-// journaled runs fn over the file and the pending writes, then makes its
-// own writes durable as one journal record.
-func (s *Store) journaled(fn func(kv.Tx) error) error {
+// journaled runs fn over the file and the pending writes, then writes its
+// own writes as one journal record and returns the record's number. The
+// record is durable on return unless late: then syncTo(record) makes it so.
+func (s *Store) journaled(fn func(kv.Tx) error, late bool) (record int64, err error) {
 	j := s.jr
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.settle(j.pending.Len() >= foldBehindAt); err != nil {
-		return err
+		return 0, err
 	}
 	w := &overlay{}
 	layers := []*overlay{w, &j.pending}
 	if j.fold != nil {
 		layers = append(layers, j.fold.w)
 	}
-	err := s.db.View(func(btx *bbolt.Tx) error {
+	err = s.db.View(func(btx *bbolt.Tx) error {
 		return fn(&overlayTx{base: &tx{tx: btx}, layers: layers, w: w})
 	})
 	if err != nil || w.Len() == 0 {
-		return err
+		return 0, err
 	}
 	j.buf = encode(j.buf, w)
 	if err := j.grow(j.end + int64(len(j.buf))); err != nil {
-		return fmt.Errorf("write journal: %w", err)
+		return 0, fmt.Errorf("write journal: %w", err)
 	}
 	if _, err := j.f.WriteAt(j.buf, j.end); err != nil {
-		return fmt.Errorf("write journal: %w", err)
+		return 0, fmt.Errorf("write journal: %w", err)
 	}
-	if !j.noSync {
-		if err := syscall.Fdatasync(int(j.f.Fd())); err != nil {
+	record = j.written.Add(1)
+	if !late {
+		if err := j.syncTo(record); err != nil {
 			// Whether the record reached the disk is unknown: a later
 			// record must not follow it, so nothing more is written.
-			j.broken = fmt.Errorf("sync journal: %w", err)
-			return j.broken
+			j.broken = err
+			return 0, err
 		}
 	}
 	j.end += int64(len(j.buf))
@@ -371,6 +385,38 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 			j.broken = err
 		}
 	}
+	return record, nil
+}
+
+// syncTo makes the first n records durable: one fdatasync covers every
+// record written when it starts, so a sync that finds its record covered
+// by another returns at once. A failed sync fails every later one.
+func (j *journal) syncTo(n int64) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	return j.syncLocked(n)
+}
+
+// syncData makes f's data durable; tests replace it to hold or fail a sync.
+var syncData = func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
+// syncLocked is syncTo with syncMu held.
+func (j *journal) syncLocked(n int64) error {
+	if j.syncErr != nil {
+		return j.syncErr
+	}
+	if n <= j.synced {
+		return nil
+	}
+	target := j.written.Load()
+	if !j.noSync {
+		if err := syncData(j.f); err != nil {
+			j.syncErr = fmt.Errorf("sync journal: %w", err)
+			j.failed.Store(true)
+			return j.syncErr
+		}
+	}
+	j.synced = target
 	return nil
 }
 
@@ -380,6 +426,12 @@ func (s *Store) journaled(fn func(kv.Tx) error) error {
 // transaction, but no other fold can start behind it.
 func (j *journal) settle(wait bool) error {
 	if j.broken != nil {
+		return j.broken
+	}
+	if j.failed.Load() {
+		j.syncMu.Lock()
+		j.broken = j.syncErr
+		j.syncMu.Unlock()
 		return j.broken
 	}
 	f := j.fold
@@ -409,6 +461,13 @@ func (j *journal) settle(wait bool) error {
 // fold may be running.
 func (s *Store) foldBehind() error {
 	j := s.jr
+	// Every record of the old journal is durable before it is renamed: a
+	// late sync must not find the new file under its record.
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if err := j.syncLocked(j.written.Load()); err != nil {
+		return err
+	}
 	op := oldJournalPath(s.path)
 	if err := os.Rename(j.path, op); err != nil {
 		return fmt.Errorf("start a new journal: %w", err)
@@ -492,9 +551,16 @@ func (s *Store) checkpointLocked() error {
 	if err := s.db.Update(func(btx *bbolt.Tx) error { return fold(btx, &j.pending) }); err != nil {
 		return err
 	}
-	// The file now has everything (bbolt synced it). Empty the journal
-	// durably: a record written after the truncation must not be followed
-	// by older ones coming back after a power loss.
+	// The file now has everything (bbolt synced it), the records not yet
+	// synced too: a late sync has nothing left to do.
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.syncErr != nil {
+		return j.syncErr
+	}
+	j.synced = j.written.Load()
+	// Empty the journal durably: a record written after the truncation
+	// must not be followed by older ones coming back after a power loss.
 	if err := j.f.Truncate(0); err != nil {
 		return fmt.Errorf("empty journal: %w", err)
 	}
@@ -512,7 +578,10 @@ func (s *Store) checkpointLocked() error {
 // emptied journal.
 func (s *Store) closeJournal() error {
 	err := s.checkpoint()
-	_ = s.jr.f.Close()
+	j := s.jr
+	j.syncMu.Lock()
+	_ = j.f.Close()
+	j.syncMu.Unlock()
 	if err == nil {
 		_ = os.Remove(journalPath(s.path))
 	}

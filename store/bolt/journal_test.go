@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -92,11 +94,12 @@ func TestJournalModel(t *testing.T) {
 			s.Close()
 			s = mustOpen(t, p, true)
 			var seq uint64
+			var durables []func() error
 			for round := range 300 {
 				fail := rng.IntN(6) == 0
 				next := maps.Clone(model)
 				nextSeq := seq
-				err := s.Update(func(tx kv.Tx) error {
+				body := func(tx kv.Tx) error {
 					for range 1 + rng.IntN(8) {
 						k := fmt.Sprintf("%c/%d", 'a'+rng.IntN(4), rng.IntN(50))
 						switch rng.IntN(3) {
@@ -127,7 +130,24 @@ func TestJournalModel(t *testing.T) {
 						return errors.New("rolled back")
 					}
 					return nil
-				})
+				}
+				// A third of the transactions are late: the next ones run
+				// while they sync, and some are waited for much later.
+				var err error
+				if rng.IntN(3) == 0 {
+					var durable func() error
+					if durable, err = s.UpdateLate(body); err == nil {
+						durables = append(durables, durable)
+					}
+				} else {
+					err = s.Update(body)
+				}
+				if len(durables) > 0 && rng.IntN(5) == 0 {
+					if derr := durables[0](); derr != nil {
+						t.Fatalf("round %d: durable: %v", round, derr)
+					}
+					durables = durables[1:]
+				}
 				if fail != (err != nil) {
 					t.Fatalf("round %d: fail %v, err %v", round, fail, err)
 				}
@@ -148,6 +168,11 @@ func TestJournalModel(t *testing.T) {
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
+			}
+			for _, durable := range durables {
+				if err := durable(); err != nil {
+					t.Fatalf("durable after Close: %v", err)
+				}
 			}
 			for _, jp := range []string{journalPath(p), oldJournalPath(p)} {
 				if _, err := os.Stat(jp); !errors.Is(err, os.ErrNotExist) {
@@ -217,7 +242,18 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		for i := 0; ; i++ {
-			if err := s.Update(func(tx kv.Tx) error {
+			// Every other commit is late, reported once it is durable.
+			update := s.Update
+			if i%2 == 1 {
+				update = func(fn func(kv.Tx) error) error {
+					durable, err := s.UpdateLate(fn)
+					if err != nil {
+						return err
+					}
+					return durable()
+				}
+			}
+			if err := update(func(tx kv.Tx) error {
 				if _, err := tx.NextSequence("two"); err != nil {
 					return err
 				}
@@ -534,5 +570,133 @@ func TestFoldBehind(t *testing.T) {
 	defer s.Close()
 	if got := dump(t, s, "one"); len(got) != checkpointEntries || got[0] != "k00000=second" {
 		t.Fatalf("reopened, the store reads %d keys, first %q", len(got), got[0])
+	}
+}
+
+// holdSyncs makes every journal sync wait for a value on release and
+// return it, and counts the syncs that started; the original comes back at
+// the end of the test.
+func holdSyncs(t *testing.T) (release chan error, started *atomic.Int32) {
+	t.Helper()
+	release, started = make(chan error), new(atomic.Int32)
+	orig := syncData
+	syncData = func(f *os.File) error {
+		started.Add(1)
+		if err := <-release; err != nil {
+			return err
+		}
+		return orig(f)
+	}
+	t.Cleanup(func() { syncData = orig })
+	return release, started
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A late transaction returns before its sync; the next one runs while the
+// sync is held and is seen at once; one sync then covers both, and each
+// durable waits for it.
+func TestUpdateLate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	s := mustOpen(t, p, true)
+	defer s.Close()
+	release, started := holdSyncs(t)
+	late := func(k string) func() error {
+		t.Helper()
+		type result struct {
+			durable func() error
+			err     error
+		}
+		got := make(chan result, 1)
+		go func() {
+			durable, err := s.UpdateLate(func(tx kv.Tx) error { return tx.Put("one", k, []byte("v")) })
+			got <- result{durable, err}
+		}()
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.durable
+		case <-time.After(5 * time.Second):
+			t.Fatal("UpdateLate waited for its sync")
+			return nil
+		}
+	}
+	first := late("a")
+	waitFor(t, "the first sync", func() bool { return started.Load() == 1 })
+	second := late("b") // its transaction runs while the first sync is held
+	if got := dump(t, s, "one"); !slices.Equal(got, []string{"a=v", "b=v"}) {
+		t.Fatalf("during the sync the store reads %q", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first() }()
+	select {
+	case err := <-done:
+		t.Fatalf("durable returned %v while its sync was held", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The second transaction's sync may have started before the first
+	// ended: it is released too, or finds its record covered.
+	go func() {
+		for {
+			select {
+			case release <- nil:
+			case <-time.After(time.Second):
+				return
+			}
+		}
+	}()
+	if err := second(); err != nil {
+		t.Fatal(err)
+	}
+	if n := started.Load(); n > 2 {
+		t.Fatalf("%d syncs for two records", n)
+	}
+}
+
+// A failed late sync fails its durable, every later transaction and
+// durable, and loses nothing that was durable before it.
+func TestUpdateLateSyncFails(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "solar.db")
+	s := mustOpen(t, p, true)
+	if err := s.Update(func(tx kv.Tx) error { return tx.Put("one", "safe", []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	release, _ := holdSyncs(t)
+	durable, err := s.UpdateLate(func(tx kv.Tx) error { return tx.Put("one", "late", []byte("v")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	release <- syscall.EIO
+	if err := durable(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("durable after a failed sync: %v", err)
+	}
+	err = s.Update(func(tx kv.Tx) error { return tx.Put("one", "after", []byte("v")) })
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a transaction after a failed sync: %v", err)
+	}
+	if _, err := s.UpdateLate(func(tx kv.Tx) error { return nil }); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a late transaction after a failed sync: %v", err)
+	}
+	_ = s.Close()
+	s = mustOpen(t, p, false)
+	defer s.Close()
+	got := dump(t, s, "one")
+	if !slices.Contains(got, "safe=v") || slices.Contains(got, "after=v") {
+		t.Fatalf("reopened after a failed sync, the store reads %q", got)
 	}
 }

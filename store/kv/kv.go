@@ -55,6 +55,16 @@ type Peeker interface {
 	Peek(bucket, key string) ([]byte, error)
 }
 
+// LateSyncer is a Backend whose write transactions can be made durable
+// after they return. UpdateLate is Update, except that when it returns nil
+// the transaction's writes are seen by every later transaction but may not
+// be on disk yet: durable waits until they are, or says why they never
+// will be. Syncs happen in order: a transaction is durable once any later
+// one is. Once a sync has failed, every later transaction fails.
+type LateSyncer interface {
+	UpdateLate(fn func(Tx) error) (durable func() error, err error)
+}
+
 // Errors every backend returns in the same situations.
 var (
 	// ErrNotFound is returned by Get and Last for a missing key.

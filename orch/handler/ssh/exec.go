@@ -109,6 +109,9 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	if err != nil {
 		return handler.Ended{}, false, p.lostErr(c, err)
 	}
+	if err := handler.PassGate(a.Gate); err != nil {
+		return handler.Ended{}, false, err
+	}
 	if err := s.Start(shellCommand(wrapperScript, "solar-wrapper")); err != nil {
 		return handler.Ended{}, false, p.lostErr(c, err)
 	}
