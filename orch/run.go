@@ -220,7 +220,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 
 	tasks := walkTasks(rec, infos)
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
-		Begin: ex.begin, Progress: r.Progress, Now: r.Now}
+		Begin: ex.begin, Idle: ex.syncLast, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
 	close(streamDone)
@@ -856,6 +856,9 @@ func (ex *execution) writeBuffered(eager, big bool, failed error) error {
 // even though none must be durable yet. Tests lower it.
 var lazyMax = 4096
 
+// lateHook, when set (by tests), wraps the durable of each eager write.
+var lateHook func(durable func() error) func() error
+
 // behindHook, when set (by tests), runs on a write behind's goroutine
 // before it writes; an error fails the write.
 var behindHook func() error
@@ -1018,8 +1021,9 @@ func (ex *execution) recycle(batch []pendingWrite) {
 }
 
 // flush writes every buffered change in one transaction, which may become
-// durable after flush returns: the tasks that start next wait for that
-// just before their scripts do (gateOf), and get ready meanwhile.
+// durable after flush returns: the walker syncs it once it has started the
+// tasks it can (syncLast), and the tasks that depend on it wait for that
+// just before their scripts start (gateOf), getting ready meanwhile.
 func (ex *execution) flush() error {
 	if err := ex.waitBehind(); err != nil {
 		return err
@@ -1046,11 +1050,27 @@ func (ex *execution) flush() error {
 	})
 	if err == nil {
 		ex.written(batch)
+		if lateHook != nil {
+			durable = lateHook(durable)
+		}
 		ex.bufMu.Lock()
 		ex.durable = durable
 		ex.bufMu.Unlock()
 	}
 	return err
+}
+
+// syncLast makes the last eager write durable, on the walker's goroutine
+// while the tasks it has just started get ready (they wait for it in
+// their gate). A failed sync is reported by those gates and by the next
+// write.
+func (ex *execution) syncLast() {
+	ex.bufMu.Lock()
+	durable := ex.durable
+	ex.bufMu.Unlock()
+	if durable != nil {
+		_ = durable()
+	}
 }
 
 // gateOf returns what task t's scripts wait for before they start: the

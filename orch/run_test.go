@@ -866,3 +866,127 @@ func TestWriteBehindFails(t *testing.T) {
 		t.Errorf("after resume the last task is %s", states[ids[len(ids)-1]].Status)
 	}
 }
+
+// heldSyncs makes the sync of every eager write of the runner wait for a
+// value from the returned channel (an error fails it), once per write,
+// however many wait for it.
+func heldSyncs(t *testing.T) chan error {
+	t.Helper()
+	hold := make(chan error)
+	lateHook = func(durable func() error) func() error {
+		return sync.OnceValue(func() error {
+			if err := <-hold; err != nil {
+				return err
+			}
+			return durable()
+		})
+	}
+	t.Cleanup(func() { lateHook = nil })
+	return hold
+}
+
+// shellChain makes a store with a chain of n tasks of the bench base,
+// each appending its task to runs.log in the returned directory.
+func shellChain(t *testing.T, n int) (path, uid, dir string) {
+	t.Helper()
+	base, err := filepath.Abs(filepath.Join("testdata", "benchbase"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	path, uid = benchStoreAt(t, testStorePath(t), "chain", n, base, map[string]any{"dir": dir})
+	return path, uid, dir
+}
+
+// runsLogged returns the tasks the bench base's scripts logged in dir.
+func runsLogged(t *testing.T, dir string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "runs.log"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(raw))
+}
+
+// A task's script starts only once the commit of the task it depends on is
+// durable: while that sync is held, the next script does not start.
+func TestDependentWaitsForSync(t *testing.T) {
+	path, uid, dir := shellChain(t, 3)
+	hold := heldSyncs(t)
+	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	ran := make(chan error, 1)
+	var states map[string]State
+	go func() {
+		var err error
+		_, states, err = r.Run(context.Background(), nil)
+		ran <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(runsLogged(t, dir)) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first script never ran")
+		}
+	}
+	time.Sleep(150 * time.Millisecond)
+	if got := runsLogged(t, dir); len(got) != 1 {
+		t.Fatalf("with the first commit's sync held, the scripts logged %q", got)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case hold <- nil:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if got := runsLogged(t, dir); len(got) != 3 {
+		t.Fatalf("after the run the scripts logged %q", got)
+	}
+	for id, st := range states {
+		if st.Status != StatusSuccess {
+			t.Errorf("%s ended %s: %s", id, st.Status, st.Err)
+		}
+	}
+}
+
+// A failed sync keeps the dependent's script from starting, and says so.
+func TestDependentNotStartedWhenSyncFails(t *testing.T) {
+	path, uid, dir := shellChain(t, 3)
+	hold := heldSyncs(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case hold <- errors.New("disk on fire"):
+			case <-stop:
+				return
+			}
+		}
+	}()
+	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	_, states, err := r.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runsLogged(t, dir); len(got) != 1 {
+		t.Fatalf("after a failed sync the scripts logged %q", got)
+	}
+	var failed []string
+	for id, st := range states {
+		if st.Status == StatusError {
+			failed = append(failed, id)
+			if !strings.Contains(st.Err, "not started") || !strings.Contains(st.Err, "disk on fire") {
+				t.Errorf("%s failed with %q", id, st.Err)
+			}
+		}
+	}
+	if len(failed) != 1 {
+		t.Fatalf("tasks that failed: %q", failed)
+	}
+}

@@ -218,6 +218,10 @@ type Walker struct {
 	// SKIPPED with that reason, persisted, without running. An error
 	// aborts the walk as Persist's does.
 	Begin func(id string, st State) (skip string, err error)
+	// Idle, if not nil, is called when the walker has started what it
+	// could and is about to wait for a task to end: the runner syncs its
+	// last write there, while the tasks it started get ready.
+	Idle func()
 	// Progress, if not nil, is told of each change after it was persisted,
 	// from the same goroutine as Persist.
 	Progress func(id string, st State)
@@ -633,6 +637,9 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 			}
 			// Unreachable while the walker is correct: report rather than hang.
 			return fmt.Errorf("orch: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
+		}
+		if wk.w.Idle != nil {
+			wk.w.Idle()
 		}
 		if wk.stopping {
 			wk.complete(<-wk.done)

@@ -282,9 +282,9 @@ func (s *Store) Update(fn func(kv.Tx) error) (err error) {
 	return kv.Named(s.path, s.db.Update(func(btx *bbolt.Tx) error { return fn(&tx{tx: btx}) }))
 }
 
-// UpdateLate is Update whose journal record is synced on a goroutine of
-// its own (kv.LateSyncer): the caller's next transaction runs meanwhile.
-// Without the journal it is Update.
+// UpdateLate is Update whose journal record is synced later
+// (kv.LateSyncer): by durable, or by any transaction after it that is
+// synced, or by Close. Without the journal it is Update.
 func (s *Store) UpdateLate(fn func(kv.Tx) error) (durable func() error, err error) {
 	if s.jr == nil {
 		return syncedNow, s.Update(fn)
@@ -297,16 +297,8 @@ func (s *Store) UpdateLate(fn func(kv.Tx) error) (durable func() error, err erro
 	if err != nil {
 		return nil, kv.Named(s.path, err)
 	}
-	j, done := s.jr, make(chan struct{})
-	var serr error
-	go func() {
-		serr = j.syncTo(n)
-		close(done)
-	}()
-	return func() error {
-		<-done
-		return serr
-	}, nil
+	j := s.jr
+	return func() error { return j.syncTo(n) }, nil
 }
 
 // syncedNow is the durable of a transaction durable on return.

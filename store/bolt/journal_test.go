@@ -602,9 +602,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A late transaction returns before its sync; the next one runs while the
-// sync is held and is seen at once; one sync then covers both, and each
-// durable waits for it.
+// A late transaction returns before its sync. Its durable syncs it, and
+// meanwhile the next transaction runs and is seen at once; that one's
+// record needs a sync of its own, and a synced transaction after a late
+// one covers it.
 func TestUpdateLate(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "solar.db")
 	s := mustOpen(t, p, true)
@@ -612,34 +613,30 @@ func TestUpdateLate(t *testing.T) {
 	release, started := holdSyncs(t)
 	late := func(k string) func() error {
 		t.Helper()
-		type result struct {
-			durable func() error
-			err     error
+		durable, err := s.UpdateLate(func(tx kv.Tx) error { return tx.Put("one", k, []byte("v")) })
+		if err != nil {
+			t.Fatal(err)
 		}
-		got := make(chan result, 1)
-		go func() {
-			durable, err := s.UpdateLate(func(tx kv.Tx) error { return tx.Put("one", k, []byte("v")) })
-			got <- result{durable, err}
-		}()
-		select {
-		case r := <-got:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			return r.durable
-		case <-time.After(5 * time.Second):
-			t.Fatal("UpdateLate waited for its sync")
-			return nil
-		}
+		return durable
 	}
 	first := late("a")
-	waitFor(t, "the first sync", func() bool { return started.Load() == 1 })
-	second := late("b") // its transaction runs while the first sync is held
-	if got := dump(t, s, "one"); !slices.Equal(got, []string{"a=v", "b=v"}) {
-		t.Fatalf("during the sync the store reads %q", got)
+	if n := started.Load(); n != 0 {
+		t.Fatalf("%d syncs before durable was called", n)
 	}
 	done := make(chan error, 1)
 	go func() { done <- first() }()
+	waitFor(t, "the first sync", func() bool { return started.Load() == 1 })
+	second := make(chan func() error, 1)
+	go func() { second <- late("b") }()
+	var durable func() error
+	select {
+	case durable = <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a transaction waited for the sync in flight")
+	}
+	if got := dump(t, s, "one"); !slices.Equal(got, []string{"a=v", "b=v"}) {
+		t.Fatalf("during the sync the store reads %q", got)
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("durable returned %v while its sync was held", err)
@@ -649,22 +646,23 @@ func TestUpdateLate(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// The second transaction's sync may have started before the first
-	// ended: it is released too, or finds its record covered.
-	go func() {
-		for {
-			select {
-			case release <- nil:
-			case <-time.After(time.Second):
-				return
-			}
-		}
-	}()
-	if err := second(); err != nil {
+	go func() { release <- nil }()
+	if err := durable(); err != nil {
 		t.Fatal(err)
 	}
-	if n := started.Load(); n > 2 {
-		t.Fatalf("%d syncs for two records", n)
+	if n := started.Load(); n != 2 {
+		t.Fatalf("%d syncs for two records written apart", n)
+	}
+	third := late("c")
+	go func() { release <- nil }()
+	if err := s.Update(func(tx kv.Tx) error { return tx.Put("one", "d", []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := third(); err != nil {
+		t.Fatal(err)
+	}
+	if n := started.Load(); n != 3 {
+		t.Fatalf("%d syncs: the synced transaction did not cover the late one before it", n)
 	}
 }
 
@@ -681,7 +679,7 @@ func TestUpdateLateSyncFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release <- syscall.EIO
+	go func() { release <- syscall.EIO }()
 	if err := durable(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("durable after a failed sync: %v", err)
 	}

@@ -58,9 +58,10 @@ type Peeker interface {
 // LateSyncer is a Backend whose write transactions can be made durable
 // after they return. UpdateLate is Update, except that when it returns nil
 // the transaction's writes are seen by every later transaction but may not
-// be on disk yet: durable waits until they are, or says why they never
-// will be. Syncs happen in order: a transaction is durable once any later
-// one is. Once a sync has failed, every later transaction fails.
+// be on disk yet: durable makes them so (or waits for a sync in flight
+// that does), or says why they never will be; any later transaction that
+// is durable, and Close, make them durable too. Syncs happen in order.
+// Once a sync has failed, every later transaction fails.
 type LateSyncer interface {
 	UpdateLate(fn func(Tx) error) (durable func() error, err error)
 }
