@@ -114,6 +114,8 @@ type taskInfo struct {
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[string]State, error) {
 	sdb, done := r.openStore()
 	defer done()
+	// The attempts' private dirs are removed behind them: gone when Run returns.
+	defer handler.Settle()
 	token := newToken()
 	locks, err := store.OpenLocks(r.Path)
 	if err != nil {

@@ -28,6 +28,7 @@ func newShell(t *testing.T) *Shell {
 	t.Helper()
 	tmp := t.TempDir()
 	t.Cleanup(func() {
+		Settle()
 		left, err := os.ReadDir(tmp)
 		if err != nil {
 			t.Fatal(err)
@@ -257,6 +258,7 @@ if [ -e "$SOLAR_RESULT" ]; then echo present; else echo absent; fi >result.state
 		})
 	}
 	t.Run("private dir removed", func(t *testing.T) {
+		Settle()
 		if _, err := os.Stat(filepath.Dir(inputsPath)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still exists after the attempt (stat: %v)", filepath.Dir(inputsPath), err)
 		}
@@ -294,6 +296,7 @@ func TestDefaultTempDir(t *testing.T) {
 			if got := filepath.Dir(filepath.Dir(inputs)); got != tt.want {
 				t.Errorf("private dir made in %s, want %s", got, tt.want)
 			}
+			Settle()
 			if _, err := os.Stat(filepath.Dir(inputs)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("private dir %s not removed", filepath.Dir(inputs))
 			}
@@ -1011,5 +1014,29 @@ func TestBackgroundChildHoldingOutput(t *testing.T) {
 	}
 	if !alive(t, pids[0]) {
 		t.Error("the background child was killed; a script may leave a service running")
+	}
+}
+
+// Settle's counter: wait returns at once with nothing going on, and
+// otherwise only once everything added is done, over and over.
+func TestBehindSet(t *testing.T) {
+	var b behindSet
+	b.wait()
+	for round := range 3 {
+		b.add()
+		b.add()
+		waited := make(chan struct{})
+		go func() {
+			b.wait()
+			close(waited)
+		}()
+		b.done()
+		select {
+		case <-waited:
+			t.Fatalf("round %d: wait returned with one still going", round)
+		case <-time.After(20 * time.Millisecond):
+		}
+		b.done()
+		<-waited
 	}
 }

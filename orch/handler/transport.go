@@ -211,7 +211,12 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot make a private temp dir: %w", err))
 	}
-	defer removeAttemptDir(dir)
+	removeNow := true
+	defer func() {
+		if removeNow {
+			removeAttemptDir(dir)
+		}
+	}()
 	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
 	if err := writeNew(inputsPath, a.Inputs); err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
@@ -283,6 +288,8 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		ended.ResultErr = fmt.Errorf("cannot read the result file: %w", err)
 	}
+	removeNow = false
+	removeBehind(dir)
 	return ended, nil
 }
 
@@ -408,6 +415,64 @@ func removeAttemptDir(dir string) {
 	}
 	if syscall.Rmdir(dir) != nil {
 		_ = os.RemoveAll(dir)
+	}
+}
+
+// removing counts the attempt directories being removed behind their
+// attempts (removeBehind).
+var removing behindSet
+
+// removeBehind removes an ended attempt's private directory on a goroutine
+// of its own: four system calls that would otherwise come between the
+// script's end and its commit, and so before the next task of a chain
+// starts. Settle waits for them.
+func removeBehind(dir string) {
+	removing.add()
+	go func() {
+		defer removing.done()
+		removeAttemptDir(dir)
+	}()
+}
+
+// Settle waits until the private directory of every attempt that has
+// ended is removed. A process that runs attempts calls it before it exits
+// (a runner does at the end of each run), and before it looks for what
+// attempts left behind.
+func Settle() { removing.wait() }
+
+// behindSet counts work going on behind; wait returns once none is left.
+// (A sync.WaitGroup may not be added to while a wait on it could be
+// returning, which concurrent runs in one process would do.)
+type behindSet struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (b *behindSet) add() {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n++
+	b.mu.Unlock()
+}
+
+func (b *behindSet) done() {
+	b.mu.Lock()
+	if b.n--; b.n == 0 {
+		close(b.idle)
+	}
+	b.mu.Unlock()
+}
+
+func (b *behindSet) wait() {
+	b.mu.Lock()
+	idle := b.idle
+	n := b.n
+	b.mu.Unlock()
+	if n > 0 {
+		<-idle
 	}
 }
 
