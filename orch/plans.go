@@ -166,6 +166,16 @@ func (c *loadCache) get(uid string, n int, sum uint64) *Record {
 	return nil
 }
 
+// forget drops rec if it is the record held: whoever has it is about to
+// change it, and the next Load must not return it.
+func (c *loadCache) forget(rec *Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec == rec {
+		c.rec = nil
+	}
+}
+
 func (c *loadCache) put(uid string, n int, sum uint64, rec *Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

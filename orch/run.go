@@ -99,9 +99,10 @@ type taskInfo struct {
 	semaList  []string
 	// inputs are the resource's effective inputs when the run started;
 	// the runner keeps them current as outputs flow (execution.effective).
+	// nil for a noop task.
 	inputs   map[string]any
-	problem  string          // why the task cannot run at all
-	reactOut []*planner.Edge // the plan's own react edges from the task
+	problem  string         // why the task cannot run at all
+	reactOut []planner.Edge // the plan's own react edges from the task, copied
 	// res is the task's resource as prepare decoded it, and resSum the
 	// digest of its record then; nil for noop tasks (see keepResource).
 	res    *resources.Resource
@@ -110,7 +111,10 @@ type taskInfo struct {
 
 // Run runs the plan until every task is finished, stop is closed (soft:
 // running tasks finish, the rest are SKIPPED "stopped") or ctx is cancelled
-// (hard: running tasks are killed). It returns the final states.
+// (hard: running tasks are killed). It returns the plan's record and the
+// final states. The record's plan comes back without its edges: once the
+// walk has its own, they are dropped (a fifth of the heap at 100,000
+// tasks); Load reads them again.
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[string]State, error) {
 	sdb, done := r.openStore()
 	defer done()
@@ -221,6 +225,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 
 	tasks := walkTasks(rec, infos)
+	lastLoaded.forget(rec)
+	rec.Plan.Edges = nil
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
 		Begin: ex.begin, Idle: ex.syncLast, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
@@ -427,8 +433,10 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		if len(info.sensitive) == 0 {
 			info.sensitive = nil
 		}
-		info.inputs = eff
 		if !info.noop {
+			// A noop task never reads them: its commit finds what they are
+			// then (a noop resource's record is 300 bytes of heap a task).
+			info.inputs = eff
 			// Kept for the commit after the task ran, which then need not
 			// decode the record again while it is unchanged (keepResource).
 			raw, err := tx.Peek(store.Resources, n.Resource)
@@ -465,13 +473,13 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			n++
 		}
 	}
-	all := make([]*planner.Edge, n)
+	all := make([]planner.Edge, n)
 	for info, k := range counts {
 		info.reactOut, all = all[:0:k], all[k:]
 	}
 	for i := range rec.Plan.Edges {
 		if e := &rec.Plan.Edges[i]; e.Kind == planner.EdgeReact {
-			out[e.From].reactOut = append(out[e.From].reactOut, e)
+			out[e.From].reactOut = append(out[e.From].reactOut, *e)
 		}
 	}
 	return out, nil
@@ -716,13 +724,16 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			}
 		}
 		attempts++
-		ex.mu.Lock()
-		eff := ex.effective[info.node.Resource]
-		inputs := make(map[string]any, len(info.inputDefs))
-		for name := range info.inputDefs {
-			inputs[name] = eff[name] // nil when unset: the script sees ""
+		var inputs map[string]any
+		if !info.noop {
+			ex.mu.Lock()
+			eff := ex.effective[info.node.Resource]
+			inputs = make(map[string]any, len(info.inputDefs))
+			for name := range info.inputDefs {
+				inputs[name] = eff[name] // nil when unset: the script sees ""
+			}
+			ex.mu.Unlock()
 		}
-		ex.mu.Unlock()
 		ex.logs.begin(t.ID, attempts)
 		res, err := info.handler.Run(ctx, handler.Request{
 			Gate:     gate,
@@ -739,11 +750,13 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
 		}
-		if err == nil {
+		if err == nil && !info.noop {
 			ex.mu.Lock()
 			ex.outputs[t.ID] = res.Outputs
 			ex.ran[t.ID] = inputs
 			ex.mu.Unlock()
+		}
+		if err == nil {
 			return Outcome{Changed: res.Changed, Attempts: attempts}
 		}
 		last = err
@@ -1287,6 +1300,18 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	// outside the selection that a rule pulled in) is done.
 	// Nothing staged (ErrNoEntry, before it writes anything) is fine.
 	key := staging.Key(n.Resource, n.Action)
+	if info.noop && cat.Exists(n.Resource) {
+		// A noop task ran with what its inputs are now: they were not
+		// kept in memory for it (prepare).
+		eff, err := cat.Effective(n.Resource)
+		if err != nil {
+			return err
+		}
+		ran = make(map[string]any, len(info.inputDefs))
+		for name := range info.inputDefs {
+			ran[name] = eff[name]
+		}
+	}
 	if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
 		return fmt.Errorf("commit %s: %w", key, err)
 	}
@@ -1305,7 +1330,7 @@ const refreshCause = "refresh"
 func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *taskInfo) error {
 	// Subscribers hang after the action's last instance, so the edges of
 	// every instance of this action count.
-	var out []*planner.Edge
+	var out []planner.Edge
 	for i := 0; ; i++ {
 		other, ok := ex.infos[fmt.Sprintf("%s.%s#%d", info.node.Resource, info.node.Action, i)]
 		if !ok {
