@@ -21,6 +21,7 @@ import (
 	"github.com/solarops/solar/cmd"
 	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/internal/sshdtest"
+	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/store"
 )
 
@@ -120,6 +121,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 				}
 			},
 			"waitfile":   cmdWaitfile,
+			"waitstate":  cmdWaitstate,
 			"countlines": cmdCountlines,
 			"nosecret":   cmdNosecret,
 			"nooverlap":  cmdNooverlap,
@@ -181,6 +183,49 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitfile: %s does not exist after %s", args[0], timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdWaitstate is "waitstate PLAN TASK STATUS": poll the store ($SOLAR_DB)
+// until task TASK of plan PLAN ("last" works) has status STATUS, failing
+// after 10s. On PostgreSQL a runner records that a task started a moment
+// after it starts (docs/team-store.md): scripts wait for the record where
+// they depend on it.
+func cmdWaitstate(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitstate PLAN TASK STATUS")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		db, err := store.Open(ts.Getenv("SOLAR_DB"), store.Options{LockWait: 10 * time.Second})
+		if err != nil {
+			ts.Fatalf("waitstate: %v", err)
+		}
+		var got orch.Status
+		err = db.View(func(tx *store.Tx) error {
+			uid, err := orch.Resolve(tx, args[0])
+			if err != nil {
+				return err
+			}
+			rec, err := orch.Load(tx, uid)
+			if err != nil {
+				return err
+			}
+			states, err := orch.States(tx, rec)
+			got = states[args[1]].Status
+			return err
+		})
+		db.Close()
+		if err != nil {
+			ts.Fatalf("waitstate: %v", err)
+		}
+		if string(got) == args[2] {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitstate: %s of plan %s is %s after 10s, want %s", args[1], args[0], got, args[2])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
