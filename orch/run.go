@@ -727,11 +727,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		var inputs map[string]any
 		if !info.noop {
 			ex.mu.Lock()
-			eff := ex.effective[info.node.Resource]
-			inputs = make(map[string]any, len(info.inputDefs))
-			for name := range info.inputDefs {
-				inputs[name] = eff[name] // nil when unset: the script sees ""
-			}
+			inputs = info.inputsFrom(ex.effective[info.node.Resource])
 			ex.mu.Unlock()
 		}
 		ex.logs.begin(t.ID, attempts)
@@ -778,6 +774,17 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		}
 	}
 	return Outcome{Err: last, Attempts: attempts}
+}
+
+// inputsFrom returns the task's inputs, as its action runs with them, out
+// of its resource's effective values: each input of its base, nil when
+// unset (a script sees "").
+func (ti *taskInfo) inputsFrom(eff map[string]any) map[string]any {
+	inputs := make(map[string]any, len(ti.inputDefs))
+	for name := range ti.inputDefs {
+		inputs[name] = eff[name]
+	}
+	return inputs
 }
 
 // oneLine joins a multi-line error (a stderr tail) into one line.
@@ -1307,10 +1314,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 		if err != nil {
 			return err
 		}
-		ran = make(map[string]any, len(info.inputDefs))
-		for name := range info.inputDefs {
-			ran[name] = eff[name]
-		}
+		ran = info.inputsFrom(eff)
 	}
 	if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
 		return fmt.Errorf("commit %s: %w", key, err)
