@@ -1019,13 +1019,16 @@ func (ex *execution) take() []pendingWrite {
 
 // write writes batch, a buffer take returned, in tx.
 func (ex *execution) write(tx *store.Tx, batch []pendingWrite) error {
+	// One catalog for the batch, emptied for each task (apply): a batch
+	// of noop tasks is thousands.
+	cat := resources.NewCatalog(tx)
 	for _, w := range batch {
 		var err error
 		switch {
 		case w.write != nil:
 			err = w.write(tx)
 		case w.id != "":
-			err = ex.apply(tx, w.id, w.st)
+			err = ex.apply(tx, cat, w.id, w.st)
 		}
 		if err != nil {
 			return err
@@ -1244,7 +1247,7 @@ func (ex *execution) lookForEdits(tx *store.Tx) error {
 // consequences: outputs sent to the resource (and on to its receivers),
 // the commit of its staged entry, and refreshes for the react subscribers
 // its change triggers.
-func (ex *execution) apply(tx *store.Tx, id string, st State) error {
+func (ex *execution) apply(tx *store.Tx, cat *resources.Catalog, id string, st State) error {
 	if st.Status == StatusSkipped {
 		// Another command's skip (discarded, filtered) outranks the
 		// walker's (stopped, upstream failed): resume must not run it.
@@ -1271,7 +1274,7 @@ func (ex *execution) apply(tx *store.Tx, id string, st State) error {
 	if err := tx.Prefetch(resources.CommitKeys(n.Resource, staging.Key(n.Resource, n.Action))...); err != nil {
 		return err
 	}
-	cat := resources.NewCatalog(tx)
+	cat.Reset()
 	ex.keepResource(cat, tx, info)
 	stg := staging.New(cat, ex.r.Now)
 	stg.Plan = ex.rec.UID

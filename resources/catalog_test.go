@@ -239,3 +239,41 @@ func TestCatalogGetUnknown(t *testing.T) {
 		}
 	})
 }
+
+// A catalog caches what it read; Reset forgets it all, so the next reads
+// see what others wrote in the same transaction since.
+func TestCatalogReset(t *testing.T) {
+	db := openStore(t)
+	noop := realBase(t, "noop")
+	update(t, db, func(cat *Catalog) {
+		mustCreate(t, cat, "a", noop, "value=first")
+		if _, err := cat.Effective("a"); err != nil {
+			t.Fatal(err)
+		}
+		if ok := cat.Exists("gone"); ok {
+			t.Fatal("gone exists")
+		}
+		other := NewCatalog(cat.Tx())
+		vals, err := ParseValues([]string{"value=second"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Update("a", vals, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, other, "gone", noop)
+		if eff, _ := cat.Effective("a"); eff["value"] != "first" {
+			t.Fatalf("before Reset, value = %v: the catalog cached nothing, the test proves nothing", eff["value"])
+		}
+		cat.Reset()
+		if eff, _ := cat.Effective("a"); eff["value"] != "second" {
+			t.Errorf("after Reset, effective value = %v, want second", eff["value"])
+		}
+		if r, _ := cat.Get("a"); r.Inputs["value"] != "second" {
+			t.Errorf("after Reset, input value = %v, want second", r.Inputs["value"])
+		}
+		if !cat.Exists("gone") {
+			t.Error("after Reset, a resource made since is not seen")
+		}
+	})
+}

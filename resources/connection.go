@@ -123,7 +123,7 @@ func (c *Catalog) Incoming(receiver string) ([]Connection, error) {
 		return nil, err
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Seq < cs[j].Seq })
-	c.in[receiver] = cs
+	setIn(&c.in, receiver, cs)
 	return cs, nil
 }
 
@@ -274,7 +274,7 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 		return nil, err
 	}
 	// Known without reading them back (and decoding them again).
-	c.in[receiver] = withConn(ins, conn)
+	setIn(&c.in, receiver, withConn(ins, conn))
 	// The receiver's effective values must still satisfy its schemas.
 	if _, err := c.Effective(receiver); err != nil {
 		return nil, err
@@ -464,7 +464,7 @@ func (c *Catalog) AddConnectionRules(emitter, receiver string, rules []string) e
 	if err := c.put(store.Connections, inKey(receiver, emitter), raw); err != nil {
 		return err
 	}
-	c.in[receiver] = withConn(c.in[receiver], cp)
+	setIn(&c.in, receiver, withConn(c.in[receiver], cp))
 	return nil
 }
 
@@ -547,7 +547,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 		out[k] = v
 	}
 	if len(conns) > 0 {
-		c.busy[name] = true
+		setIn(&c.busy, name, true)
 		defer delete(c.busy, name)
 	}
 	var listStarted map[string]bool
@@ -564,7 +564,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 			apply(out, r, e, m, val, &listStarted)
 		}
 	}
-	c.eff[name] = out
+	setIn(&c.eff, name, out)
 	if c.tx.Writable() && len(conns) > 0 {
 		// Kept in the store so that the next command reads a long chain's
 		// tail in one step instead of walking it; forget drops it.
@@ -602,7 +602,7 @@ func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
 			}
 		}
 	}
-	c.eff[name] = out
+	setIn(&c.eff, name, out)
 	return out, true, nil
 }
 

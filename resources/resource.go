@@ -300,11 +300,32 @@ type Catalog struct {
 	baseJSON map[*Base][]byte
 }
 
-// NewCatalog returns a catalog over tx.
-func NewCatalog(tx *store.Tx) *Catalog {
-	return &Catalog{tx: tx, res: map[string]*Resource{}, eff: map[string]map[string]any{}, busy: map[string]bool{}, in: map[string][]Connection{},
-		sens: map[string]map[string]bool{}, sensIn: map[string]map[string]bool{}, sensBusy: map[string]bool{},
-		acts: map[string][]string{}, baseJSON: map[*Base][]byte{}}
+// NewCatalog returns a catalog over tx. Its caches are made by their first
+// entry (setIn): the runner's commit makes a catalog per task and uses a
+// few of them.
+func NewCatalog(tx *store.Tx) *Catalog { return &Catalog{tx: tx} }
+
+// Reset empties the catalog's caches, keeping their room: it is then as
+// a new catalog over the same transaction, for a caller that would make
+// one for each of many steps.
+func (c *Catalog) Reset() {
+	clear(c.res)
+	clear(c.eff)
+	clear(c.busy)
+	clear(c.in)
+	clear(c.sens)
+	clear(c.sensIn)
+	clear(c.sensBusy)
+	clear(c.acts)
+	clear(c.baseJSON)
+}
+
+// setIn sets (*m)[k] to v, making the map first if need be.
+func setIn[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
 }
 
 // Tx returns the transaction the catalog reads and writes.
@@ -321,14 +342,14 @@ func (c *Catalog) Get(name string) (*Resource, error) {
 	}
 	raw, err := c.get(store.Resources, name)
 	if err != nil {
-		c.res[name] = nil
+		setIn(&c.res, name, nil)
 		return nil, notFound(name)
 	}
 	r, err := decodeResource(raw)
 	if err != nil {
 		return nil, fmt.Errorf("resource %s: %w", name, err)
 	}
-	c.res[name] = r
+	setIn(&c.res, name, r)
 	return r, nil
 }
 
@@ -336,7 +357,7 @@ func (c *Catalog) Get(name string) (*Resource, error) {
 // that decoded it from this store earlier and knows that the record has not
 // changed since (the runner compares a digest of it): Get returns r without
 // decoding the record again. r must not be modified afterwards.
-func (c *Catalog) Keep(r *Resource) { c.res[r.Name] = r }
+func (c *Catalog) Keep(r *Resource) { setIn(&c.res, r.Name, r) }
 
 func notFound(name string) error {
 	return fmt.Errorf("%w %q (see solar resource list)", ErrNotFound, name)
@@ -360,7 +381,7 @@ func (c *Catalog) Actions(name string) ([]string, bool) {
 		return nil, false
 	}
 	a := slices.Clip(r.Base.ActionNames())
-	c.acts[name] = a
+	setIn(&c.acts, name, a)
 	return a, true
 }
 
@@ -377,7 +398,7 @@ func (c *Catalog) putRaw(r *Resource, raw []byte) error {
 	if err := c.put(store.Resources, r.Name, raw); err != nil {
 		return err
 	}
-	c.res[r.Name] = r
+	setIn(&c.res, r.Name, r)
 	delete(c.acts, r.Name)
 	return c.forget(r.Name)
 }
@@ -391,7 +412,7 @@ func (c *Catalog) putNew(r *Resource, base *Base) error {
 		if enc, err = json.Marshal(base); err != nil {
 			return fmt.Errorf("encode base %s: %w", base.Name, err)
 		}
-		c.baseJSON[base] = enc
+		setIn(&c.baseJSON, base, enc)
 	}
 	// The record is what Put stores: the name, then the base, encoded once
 	// and spliced in (json.Marshal would check and compact a
@@ -450,7 +471,7 @@ func (c *Catalog) Delete(name string) error {
 	if err := c.del(store.Resources, name); err != nil {
 		return err
 	}
-	c.res[name] = nil
+	setIn(&c.res, name, nil)
 	delete(c.acts, name)
 	delete(c.in, name)
 	return c.forget(name)

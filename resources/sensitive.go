@@ -78,14 +78,14 @@ func (c *Catalog) sensitive(name string, depth int) (map[string]bool, error) {
 		return nil, err
 	}
 	if len(conns) > 0 {
-		c.sensBusy[name] = true
+		setIn(&c.sensBusy, name, true)
 		defer delete(c.sensBusy, name)
 	}
 	out, err := c.foldSensitive(r, conns, "", depth)
 	if err != nil {
 		return nil, err
 	}
-	c.sens[name] = out
+	setIn(&c.sens, name, out)
 	if c.tx.Writable() && len(conns) > 0 {
 		if err := c.keepSensitive(name, out); err != nil {
 			return nil, err
@@ -134,7 +134,7 @@ func (c *Catalog) storedSensitive(name string) (map[string]bool, bool, error) {
 	for _, k := range rec.Inputs {
 		out[k] = true
 	}
-	c.sens[name] = out
+	setIn(&c.sens, name, out)
 	return out, true, nil
 }
 
@@ -167,7 +167,7 @@ func (c *Catalog) sensitiveFrom(emitter, input string, depth int) (bool, error) 
 		return false, err
 	}
 	if c.sensIn[emitter] == nil {
-		c.sensIn[emitter] = map[string]bool{}
+		setIn(&c.sensIn, emitter, map[string]bool{})
 	}
 	c.sensIn[emitter][input] = m[input]
 	return m[input], nil

@@ -19,6 +19,7 @@ type Writes struct {
 	seqs    map[string]uint64
 	entries int // keys written
 	bytes   int // of keys and values
+	room    int // the most keys held before a Reset
 }
 
 type pendingBucket struct {
@@ -133,6 +134,7 @@ func (w *Writes) Freeze() {
 // journal fills them again, to about the same size, after every
 // checkpoint.
 func (w *Writes) Reset() {
+	w.room = max(w.room, w.entries)
 	for _, p := range w.buckets {
 		clear(p.vals)
 		p.sorted, p.tail = nil, p.tail[:0]
@@ -140,6 +142,10 @@ func (w *Writes) Reset() {
 	clear(w.seqs)
 	w.entries, w.bytes = 0, 0
 }
+
+// Room is about how many keys w's maps have room for: the most it held,
+// now or before a Reset.
+func (w *Writes) Room() int { return max(w.room, w.entries) }
 
 // sortedKeys merges the tail into the sorted run and returns it.
 func (p *pendingBucket) sortedKeys() []string {
