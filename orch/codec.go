@@ -1,6 +1,7 @@
 package orch
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -93,10 +94,15 @@ func decodeState(raw []byte) (State, error) {
 	return State(s), err
 }
 
-// decodeList decodes a JSON list, each element with elem, or with
+// decodeList decodes a JSON list of flat objects, each with elem, or with
 // encoding/json when the fast reader finds the list unusual.
 func decodeList[T any](raw []byte, out *[]T, elem func(*jsonfast.Reader) T) error {
+	// Sized by its objects' boundaries at once: grown as it was read, the
+	// edges of a plan of 100,000 tasks took 130 MB of copies.
 	var list []T
+	if n := bytes.Count(raw, objectBoundary); n > 0 {
+		list = make([]T, 0, n+1)
+	}
 	r := jsonfast.NewReader(raw)
 	ok := r.Array(func() { list = append(list, elem(r)) })
 	if r.End() == nil {
@@ -109,6 +115,11 @@ func decodeList[T any](raw []byte, out *[]T, elem func(*jsonfast.Reader) T) erro
 	*out = nil
 	return json.Unmarshal(raw, out)
 }
+
+// objectBoundary is where one element of a list of flat objects ends and
+// the next starts, as encoding/json writes it; a string holding it only
+// makes the count too high.
+var objectBoundary = []byte("},{")
 
 // decodeNodes decodes a list of a plan's tasks.
 func decodeNodes(raw []byte, out *[]planner.Node) error { return decodeList(raw, out, readNode) }
