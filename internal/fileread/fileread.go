@@ -43,7 +43,13 @@ func Read(name string, limit int64) ([]byte, error) {
 	// The size stat gives may be wrong (a /proc file says 0, a file may
 	// grow meanwhile): read up to one byte past the limit to see it
 	// exceeded, until a read returns nothing.
-	data := make([]byte, 0, min(st.Size, limit)+1)
+	size := st.Size
+	if size == 0 {
+		// Likely a /proc file: room for what they usually hold, rather
+		// than a read per doubling of one byte (9 for a process's stat).
+		size = 1 << 10
+	}
+	data := make([]byte, 0, min(size, limit)+1)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]

@@ -88,6 +88,11 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
+	// A /proc file claiming size 0 is read whole, past the room made for
+	// it at first.
+	if data, err := read(t, "/proc/self/maps", 1<<20); err != nil || len(data) <= 1<<10 || data[len(data)-1] != '\n' {
+		t.Errorf("Read(/proc/self/maps) = %d bytes, %v; want all of it, over 1 KiB", len(data), err)
+	}
 	if _, err := read(t, filepath.Join(dir, "missing"), 10); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Read of a missing file = %v, want os.ErrNotExist", err)
 	}

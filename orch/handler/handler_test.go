@@ -1017,6 +1017,22 @@ func TestBackgroundChildHoldingOutput(t *testing.T) {
 	}
 }
 
+// A script's stdin is /dev/null, the same file for every script: one that
+// reads it gets end of file at once, twice in a row.
+func TestStdinIsDevNull(t *testing.T) {
+	for range 2 {
+		req := newRequest(t, "cat; stat -L -c '%t:%T' /dev/stdin")
+		res, err := (&Shell{}).Run(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		// /dev/null is character device 1:3.
+		if res.Stdout != "1:3\n" {
+			t.Fatalf("stdout %q, want the device numbers of /dev/null (1:3)", res.Stdout)
+		}
+	}
+}
+
 // Settle's counter: wait returns at once with nothing going on, and
 // otherwise only once everything added is done, over and over.
 func TestBehindSet(t *testing.T) {

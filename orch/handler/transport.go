@@ -248,6 +248,11 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	cmd.Dir = a.BaseDir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
+	if cmd.Stdin, err = devNull(); err != nil {
+		out.started()
+		out.finish(ioGrace)
+		return Ended{}, l.startErr(a, err)
+	}
 	// The script dies with the executor: kill -9 of solar must not leave
 	// it running beside the copy that resume starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -260,7 +265,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	if errors.Is(err, syscall.ENOEXEC) {
 		// Executable but no #! line: the shell runs it, as a shell would.
 		retry := exec.Command(interpreter, a.Script)
-		retry.Dir, retry.Env, retry.Stdout, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr
+		retry.Dir, retry.Env, retry.Stdin, retry.Stdout, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr
 		retry.SysProcAttr = cmd.SysProcAttr
 		cmd = retry
 		p, err = startLocal(cmd)
@@ -292,6 +297,10 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	removeBehind(dir)
 	return ended, nil
 }
+
+// devNull returns /dev/null, opened once for every script's stdin: left
+// nil, exec opens it for each (five system calls a task).
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
 func (Local) startErr(a Attempt, err error) error {
 	return fmt.Errorf("cannot start %s in %s: %w", a.Script, a.BaseDir, err)
