@@ -277,3 +277,33 @@ func TestCatalogReset(t *testing.T) {
 		}
 	})
 }
+
+// Effective values and sensitivity are kept in the store only for
+// resources that connections feed, and only those look for them there: a
+// resource fed by none reads its own record and nothing else, whatever
+// the Effective bucket holds under its name.
+func TestUnfedResourceIgnoresKeptValues(t *testing.T) {
+	db := openStore(t)
+	noop := realBase(t, "noop")
+	update(t, db, func(cat *Catalog) {
+		mustCreate(t, cat, "a", noop, "value=own")
+		tx := cat.Tx()
+		kept := []byte(`{"value":"kept"}`)
+		if err := tx.Put(store.Effective, "a", kept); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Put(store.Effective, sensKey("a"), []byte(`{"effective":"`+digest(kept)+`","inputs":["value"]}`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	view(t, db, func(cat *Catalog) {
+		eff, err := cat.Effective("a")
+		if err != nil || eff["value"] != "own" {
+			t.Errorf("Effective = %v, %v; want the resource's own value", eff, err)
+		}
+		sens, err := cat.SensitiveInputs("a")
+		if err != nil || sens["value"] {
+			t.Errorf("SensitiveInputs = %v, %v; want none", sens, err)
+		}
+	})
+}

@@ -127,6 +127,24 @@ func (c *Catalog) Incoming(receiver string) ([]Connection, error) {
 	return cs, nil
 }
 
+// fed reports whether any connection feeds receiver, without decoding
+// them; when none does, Incoming knows it from then on.
+func (c *Catalog) fed(receiver string) (bool, error) {
+	if cs, ok := c.in[receiver]; ok {
+		return len(cs) > 0, nil
+	}
+	any := false
+	err := c.forEach(store.Connections, inPrefix(receiver), func(string, []byte) error {
+		any = true
+		return store.ErrStop
+	})
+	if err != nil || any {
+		return any, err
+	}
+	setIn(&c.in, receiver, nil)
+	return false, nil
+}
+
 // Connection returns the connection from emitter to receiver, if any.
 func (c *Catalog) Connection(emitter, receiver string) (*Connection, bool) {
 	cs, err := c.Incoming(receiver)
@@ -528,8 +546,16 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 	if v, ok := c.eff[name]; ok {
 		return v, nil
 	}
-	if v, ok, err := c.storedEffective(name); err != nil || ok {
-		return v, err
+	fed, err := c.fed(name)
+	if err != nil {
+		return nil, err
+	}
+	if fed {
+		// Only what connections feed is kept (below): a resource with
+		// none is spared a read that could find nothing.
+		if v, ok, err := c.storedEffective(name); err != nil || ok {
+			return v, err
+		}
 	}
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)

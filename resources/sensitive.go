@@ -63,8 +63,15 @@ func (c *Catalog) sensitive(name string, depth int) (map[string]bool, error) {
 	if m, ok := c.sens[name]; ok {
 		return m, nil
 	}
-	if m, ok, err := c.storedSensitive(name); err != nil || ok {
-		return m, err
+	fed, err := c.fed(name)
+	if err != nil {
+		return nil, err
+	}
+	if fed {
+		// Kept only beside kept effective values (see effective).
+		if m, ok, err := c.storedSensitive(name); err != nil || ok {
+			return m, err
+		}
 	}
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
