@@ -133,13 +133,13 @@ func (c *Catalog) fed(receiver string) (bool, error) {
 	if cs, ok := c.in[receiver]; ok {
 		return len(cs) > 0, nil
 	}
-	any := false
+	found := false
 	err := c.forEach(store.Connections, inPrefix(receiver), func(string, []byte) error {
-		any = true
+		found = true
 		return store.ErrStop
 	})
-	if err != nil || any {
-		return any, err
+	if err != nil || found {
+		return found, err
 	}
 	setIn(&c.in, receiver, nil)
 	return false, nil
