@@ -546,16 +546,8 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 	if v, ok := c.eff[name]; ok {
 		return v, nil
 	}
-	fed, err := c.fed(name)
-	if err != nil {
-		return nil, err
-	}
-	if fed {
-		// Only what connections feed is kept (below): a resource with
-		// none is spared a read that could find nothing.
-		if v, ok, err := c.storedEffective(name); err != nil || ok {
-			return v, err
-		}
+	if v, ok, err := c.storedEffective(name); err != nil || ok {
+		return v, err
 	}
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
@@ -606,7 +598,12 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 }
 
 // storedEffective reads the effective inputs a write transaction kept.
+// Only what connections feed is kept (effective): a resource fed by none
+// is spared a read that could find nothing.
 func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
+	if fed, err := c.fed(name); err != nil || !fed {
+		return nil, false, err
+	}
 	raw, err := c.get(store.Effective, name)
 	if err != nil {
 		return nil, false, nil

@@ -63,15 +63,8 @@ func (c *Catalog) sensitive(name string, depth int) (map[string]bool, error) {
 	if m, ok := c.sens[name]; ok {
 		return m, nil
 	}
-	fed, err := c.fed(name)
-	if err != nil {
-		return nil, err
-	}
-	if fed {
-		// Kept only beside kept effective values (see effective).
-		if m, ok, err := c.storedSensitive(name); err != nil || ok {
-			return m, err
-		}
+	if m, ok, err := c.storedSensitive(name); err != nil || ok {
+		return m, err
 	}
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: connections around %s are too deep or circular", ErrCycle, name)
@@ -123,8 +116,12 @@ func (c *Catalog) keepSensitive(name string, sens map[string]bool) error {
 }
 
 // storedSensitive reads the sensitivity a write transaction kept, if it
-// still belongs to the kept effective values.
+// still belongs to the kept effective values (kept only for a resource
+// that connections feed, as those are).
 func (c *Catalog) storedSensitive(name string) (map[string]bool, bool, error) {
+	if fed, err := c.fed(name); err != nil || !fed {
+		return nil, false, err
+	}
 	raw, err := c.get(store.Effective, sensKey(name))
 	if err != nil {
 		return nil, false, nil
