@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -138,17 +137,9 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 		args = append(args, "--check")
 	}
 	args = append(args, req.Script)
-	cmd := exec.Command(path, args...)
-	cmd.Dir = req.BaseDir
-	g := Group{Boot: bootID(), Token: newToken()}
-	cmd.Env = ansibleEnv(dir, files, g.Token, req)
-
+	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	var stdout, stderr tail
 	log := newLineLog(liveOutput(req))
-	cmd.Stdout = io.MultiWriter(&stdout, log.stream('o'))
-	cmd.Stderr = io.MultiWriter(&stderr, log.stream('e'))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = ioGrace
 	notePath := filepath.Join(dir, groupFile)
 	if err := writeNote(notePath, req.Task, g); err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot record the attempt: " + err.Error()}
@@ -156,16 +147,22 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if err := PassGate(req.Gate); err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
 	}
-	p, err := startLocal(cmd)
+	p, err := start(program{
+		argv:   append([]string{path}, args...),
+		dir:    req.BaseDir,
+		env:    ansibleEnv(dir, files, g.Token, req),
+		stdout: io.MultiWriter(&stdout, log.stream('o')),
+		stderr: io.MultiWriter(&stderr, log.stream('e')),
+	})
 	if err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("cannot start %s: %v", prog, err)}
 	}
-	g.PGID, g.Start = cmd.Process.Pid, startTime(cmd.Process.Pid)
+	g.PGID = p.pid
 	_ = writeNote(notePath, req.Task, g)
 	if req.Started != nil {
 		req.Started(g)
 	}
-	ended, waitErr := p.waitOrStop(attempt, grace)
+	ended, waitErr := p.wait(attempt, grace)
 	// What ansible-playbook left running (an SSH control master waiting
 	// out ControlPersist) carries the attempt's token: it goes too.
 	_, _ = KillGroup(Group{Boot: g.Boot, Token: g.Token}, time.Second)

@@ -26,7 +26,8 @@ const (
 
 // lineLog collects an attempt's stdout and stderr as timestamped lines,
 // interleaved in the order they were read, within the caps. It is written
-// from the two copying goroutines of the command.
+// by whatever reads the command's two streams: one goroutine for a local
+// script, the SSH session's for a remote one.
 type lineLog struct {
 	mu        sync.Mutex
 	now       func() time.Time

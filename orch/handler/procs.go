@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Group identifies the process group of a running attempt on this
@@ -22,8 +24,9 @@ import (
 // executor died: the group id alone may by then name a stranger's group.
 type Group struct {
 	PGID int `json:"pgid"`
-	// Start is the leader's start time, in clock ticks since boot
-	// (/proc/PID/stat field 22); the group's members started no earlier.
+	// Start is a time, in clock ticks since boot (the unit of
+	// /proc/PID/stat field 22), taken just before the leader started: the
+	// group's members started no earlier.
 	Start uint64 `json:"start"`
 	// Boot is the kernel's boot id: after a reboot no group survives.
 	Boot string `json:"boot"`
@@ -98,11 +101,20 @@ var bootID = sync.OnceValue(func() string {
 	return strings.TrimSpace(string(raw))
 })
 
-// startTime is a process's start time in clock ticks since boot; 0 when
-// unknown.
-func startTime(pid int) uint64 {
-	st, _ := readStat(pid)
-	return st.start
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's start
+// times: 100 on every architecture Linux runs solar on.
+const clockTicks = 100
+
+// bootTicks is the time since boot in clock ticks, rounded down. Taken
+// just before a fork, it is no later than the child's start time as
+// /proc/PID/stat gives it (both count from boot, suspend included), and it
+// costs no read of /proc; 0 when unknown.
+func bootTicks() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Sec)*clockTicks + uint64(ts.Nsec)/(1e9/clockTicks)
 }
 
 // members lists the live (not zombie) processes of g: those in its process

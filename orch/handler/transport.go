@@ -8,9 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -58,8 +56,8 @@ type Attempt struct {
 	// Grace is the time between SIGTERM and SIGKILL when the attempt is
 	// stopped; negative sends SIGKILL at once.
 	Grace time.Duration
-	// Stdout and Stderr receive the script's output, from other goroutines,
-	// until Exec returns.
+	// Stdout and Stderr receive the script's output until Exec returns,
+	// from any goroutine.
 	Stdout, Stderr io.Writer
 	// Started, if set, is told the attempt's process group once it runs on
 	// this machine, so that the caller can record it (see KillGroup). A
@@ -107,95 +105,6 @@ type Exit struct {
 // default Transport and is also its own Host.
 type Local struct{}
 
-// output is a local script's stdout and stderr: two pipes whose read ends
-// solar copies to the attempt's writers. os/exec would make them too for
-// writers that are not files, at the cost of more system calls per pipe
-// (both ends registered with the poller, the write end's mode set twice).
-type output struct {
-	w      [2]*os.File // the script's ends, blocking, closed once it started
-	r      [2]*os.File // solar's ends, through the poller
-	copied chan struct{}
-	once   sync.Once
-}
-
-// newOutput makes the pipes and starts copying them to stdout and stderr.
-func newOutput(stdout, stderr io.Writer) (*output, error) {
-	o := &output{copied: make(chan struct{}, 2)}
-	for i, to := range []io.Writer{stdout, stderr} {
-		var p [2]int
-		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-			o.started()
-			o.closeAll()
-			return nil, fmt.Errorf("cannot make an output pipe: %w", err)
-		}
-		if err := syscall.SetNonblock(p[0], true); err != nil {
-			syscall.Close(p[0])
-			syscall.Close(p[1])
-			o.started()
-			o.closeAll()
-			return nil, fmt.Errorf("cannot make an output pipe: %w", err)
-		}
-		o.r[i], o.w[i] = os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1")
-		if to == nil {
-			to = io.Discard
-		}
-		go func(r *os.File) {
-			_, _ = io.Copy(to, r)
-			o.copied <- struct{}{}
-		}(o.r[i])
-	}
-	return o, nil
-}
-
-// started closes the script's ends in solar, once the script has them (or
-// could not start): the copies end when the script's side closes.
-func (o *output) started() {
-	for _, w := range o.w {
-		if w != nil {
-			w.Close()
-		}
-	}
-}
-
-// finish waits for the copies to reach the end of the output, at most
-// grace once the script has exited: a background child that keeps the
-// output open must not hold the attempt. Then it closes solar's ends.
-func (o *output) finish(grace time.Duration) {
-	o.once.Do(func() {
-		timer := time.NewTimer(grace)
-		defer timer.Stop()
-		expired := timer.C
-		for n := 0; n < 2; {
-			select {
-			case <-o.copied:
-				n++
-			case <-expired:
-				// Closing ends the copies still reading; they are
-				// waited for, as they write to the attempt's writers.
-				o.closeAll()
-				expired = nil
-			}
-		}
-		o.closeAll()
-	})
-}
-
-func (o *output) closeAll() {
-	for _, f := range o.r {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-// ioGrace bounds how long Wait waits for the command's output once it has
-// exited: a background child that keeps stdout open must not hold the
-// attempt forever.
-const ioGrace = time.Second
-
-// pollEvery is how often Stop looks whether the process group is gone.
-const pollEvery = 10 * time.Millisecond
-
 // Open returns Local itself: there is only one local machine.
 func (Local) Open(context.Context, string) (Host, error) { return Local{}, nil }
 
@@ -232,7 +141,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath)
 	// The attempt is on record before it starts: should solar die before
 	// it learns the group id, the token still finds every process.
-	g := Group{Boot: bootID(), Token: newToken()}
+	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	env = append(env, attemptVar+"="+g.Token)
 	note, err := newNote(filepath.Join(dir, groupFile), a.Task, g)
 	if err != nil {
@@ -240,48 +149,27 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	}
 	defer note.Close()
 
-	out, err := newOutput(a.Stdout, a.Stderr)
-	if err != nil {
-		return Ended{}, l.startErr(a, err)
-	}
-	cmd := scriptCommand(a.BaseDir, a.Script)
-	cmd.Dir = a.BaseDir
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
-	if cmd.Stdin, err = devNull(); err != nil {
-		out.started()
-		out.finish(ioGrace)
-		return Ended{}, l.startErr(a, err)
-	}
-	// The script dies with the executor: kill -9 of solar must not leave
-	// it running beside the copy that resume starts.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := PassGate(a.Gate); err != nil {
-		out.started()
-		out.finish(ioGrace)
 		return Ended{}, err
 	}
-	p, err := startLocal(cmd)
-	if errors.Is(err, syscall.ENOEXEC) {
-		// Executable but no #! line: the shell runs it, as a shell would.
-		retry := exec.Command(interpreter, a.Script)
-		retry.Dir, retry.Env, retry.Stdin, retry.Stdout, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr
-		retry.SysProcAttr = cmd.SysProcAttr
-		cmd = retry
-		p, err = startLocal(cmd)
-	}
-	out.started()
-	defer out.finish(ioGrace)
+	p, err := start(program{
+		argv:   scriptArgv(a.BaseDir, a.Script),
+		noExec: []string{interpreter, a.Script},
+		dir:    a.BaseDir,
+		env:    env,
+		stdout: a.Stdout,
+		stderr: a.Stderr,
+	})
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
-	g.PGID, g.Start = cmd.Process.Pid, startTime(cmd.Process.Pid)
+	g.PGID = p.pid
 	_ = rewriteNote(note, a.Task, g)
 	if a.Started != nil {
 		a.Started(g)
 	}
-	ended, err := p.waitOrStop(ctx, a.Grace)
-	out.finish(ioGrace)
+	removeEnded()
+	ended, err := p.wait(ctx, a.Grace)
 	if err != nil {
 		return ended, fmt.Errorf("lost the script: %w", err)
 	}
@@ -298,23 +186,19 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	return ended, nil
 }
 
-// devNull returns /dev/null, opened once for every script's stdin: left
-// nil, exec opens it for each (five system calls a task).
-var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
-
 func (Local) startErr(a Attempt, err error) error {
 	return fmt.Errorf("cannot start %s in %s: %w", a.Script, a.BaseDir, err)
 }
 
-// scriptCommand runs an executable script as written, so that its #! line
+// scriptArgv runs an executable script as written, so that its #! line
 // picks the interpreter (bash, python3, ...), and any other under
 // /bin/sh, which spares simple bases the executable bit.
-func scriptCommand(baseDir, script string) *exec.Cmd {
+func scriptArgv(baseDir, script string) []string {
 	path := filepath.Join(baseDir, script)
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return exec.Command(path)
+		return []string{path}
 	}
-	return exec.Command(interpreter, script)
+	return []string{interpreter, script}
 }
 
 // localTempDir makes a new 0700 directory for an attempt. With no parent it
@@ -427,27 +311,74 @@ func removeAttemptDir(dir string) {
 	}
 }
 
-// removing counts the attempt directories being removed behind their
-// attempts (removeBehind).
+// removing counts the private directories of ended attempts that are not
+// removed yet (removeBehind).
 var removing behindSet
 
-// removeBehind removes an ended attempt's private directory on a goroutine
-// of its own: four system calls that would otherwise come between the
-// script's end and its commit, and so before the next task of a chain
-// starts. Settle waits for them.
-func removeBehind(dir string) {
-	removing.add()
-	go func() {
-		defer removing.done()
-		removeAttemptDir(dir)
-	}()
+// leftDirs holds the private directories of ended attempts until the next
+// attempt removes them while its script runs, where the four system calls
+// of each cost the walk nothing; removing them as an attempt ends would
+// come between the script's end and its commit, and so before the next
+// task of a chain starts. Should no attempt start within tidyAfter, a
+// timer removes them: they hold secrets.
+var leftDirs struct {
+	sync.Mutex
+	dirs  []string
+	timer *time.Timer
+	armed bool
 }
 
-// Settle waits until the private directory of every attempt that has
-// ended is removed. A process that runs attempts calls it before it exits
-// (a runner does at the end of each run), and before it looks for what
-// attempts left behind.
-func Settle() { removing.wait() }
+// tidyAfter bounds how long an ended attempt's directory stays.
+const tidyAfter = 100 * time.Millisecond
+
+// removeBehind has an ended attempt's private directory removed soon. The
+// timer is set once for many attempts: setting it again at each end
+// could wake a sleeping thread each time.
+func removeBehind(dir string) {
+	removing.add()
+	leftDirs.Lock()
+	defer leftDirs.Unlock()
+	leftDirs.dirs = append(leftDirs.dirs, dir)
+	if leftDirs.armed {
+		return
+	}
+	leftDirs.armed = true
+	if leftDirs.timer == nil {
+		leftDirs.timer = time.AfterFunc(tidyAfter, tidyLeft)
+	} else {
+		leftDirs.timer.Reset(tidyAfter)
+	}
+}
+
+// tidyLeft is the timer's: it removes what no attempt has.
+func tidyLeft() {
+	leftDirs.Lock()
+	leftDirs.armed = false
+	leftDirs.Unlock()
+	removeEnded()
+}
+
+// removeEnded removes the private directories of the attempts that have
+// leftDirs.
+func removeEnded() {
+	leftDirs.Lock()
+	dirs := leftDirs.dirs
+	leftDirs.dirs = nil
+	leftDirs.Unlock()
+	for _, dir := range dirs {
+		removeAttemptDir(dir)
+		removing.done()
+	}
+}
+
+// Settle removes the private directory of every attempt that has ended,
+// and waits for those being removed. A process that runs attempts calls
+// it before it exits (a runner does at the end of each run), and before
+// it looks for what attempts left behind.
+func Settle() {
+	removeEnded()
+	removing.wait()
+}
 
 // behindSet counts work going on behind; wait returns once none is left.
 // (A sync.WaitGroup may not be added to while a wait on it could be
@@ -503,109 +434,6 @@ func readRegular(name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("it is %w", err)
 	}
 	return data, err
-}
-
-// localProcess is a started local command that can be waited for and
-// stopped.
-type localProcess struct {
-	cmd    *exec.Cmd
-	waited chan error
-}
-
-// startLocal starts cmd from a goroutine locked to its OS thread until
-// the command has been waited for. The kernel sends the parent-death
-// signal when the thread that forked the child exits, not the process, and
-// the Go runtime ends a thread when a goroutine locked to it exits; so
-// the thread that forks must be one that lives exactly as long as the
-// child is ours.
-func startLocal(cmd *exec.Cmd) (*localProcess, error) {
-	p := &localProcess{cmd: cmd, waited: make(chan error, 1)}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.waited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// waitOrStop waits for the command, stopping its process group when ctx
-// is done first; Ended.Stopped reports that it did. It needs no goroutine
-// of its own to wait: the one that started the command reports its end.
-func (p *localProcess) waitOrStop(ctx context.Context, grace time.Duration) (Ended, error) {
-	select {
-	case err := <-p.waited:
-		exit, err := p.exit(err)
-		return Ended{Exit: exit}, err
-	case <-ctx.Done():
-	}
-	select {
-	case err := <-p.waited:
-		// It finished as time ran out: what it did stands.
-		exit, err := p.exit(err)
-		return Ended{Exit: exit}, err
-	default:
-	}
-	stopErr := p.Stop(grace)
-	exit, err := p.exit(<-p.waited)
-	return Ended{Exit: exit, Stopped: true}, errors.Join(err, stopErr)
-}
-
-// exit is how the command ended, given what cmd.Wait returned.
-func (p *localProcess) exit(err error) (Exit, error) {
-	st := p.cmd.ProcessState
-	if st == nil {
-		return Exit{Code: -1}, err
-	}
-	var exit Exit
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		exit = Exit{Code: -1, Signal: signalName(ws.Signal())}
-	} else {
-		exit = Exit{Code: st.ExitCode()}
-	}
-	// How the command ended is in exit; an ExitError says the same again,
-	// and ErrWaitDelay only says a leftover child kept the output open.
-	var ee *exec.ExitError
-	if errors.As(err, &ee) || errors.Is(err, exec.ErrWaitDelay) {
-		err = nil
-	}
-	return exit, err
-}
-
-// Stop ends the command and everything in its process group: SIGTERM,
-// then SIGKILL once grace has passed with some of them still alive (at
-// once when grace is negative).
-func (p *localProcess) Stop(grace time.Duration) error {
-	pgid := p.cmd.Process.Pid
-	if grace >= 0 {
-		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-			return ignoreGone(err)
-		}
-		deadline := time.Now().Add(grace)
-		for time.Now().Before(deadline) {
-			if syscall.Kill(-pgid, 0) == syscall.ESRCH {
-				return nil
-			}
-			time.Sleep(pollEvery)
-		}
-	}
-	return ignoreGone(syscall.Kill(-pgid, syscall.SIGKILL))
-}
-
-// ignoreGone treats a process group that no longer exists as stopped.
-func ignoreGone(err error) error {
-	if err == syscall.ESRCH {
-		return nil
-	}
-	return err
 }
 
 var signalNames = map[syscall.Signal]string{
