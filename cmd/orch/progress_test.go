@@ -68,7 +68,7 @@ func TestBigPlanSettings(t *testing.T) {
 		of    func(n int, getenv func(string) string) int64
 		atBig func(n int) int64 // what a plan of n tasks, big, gets
 	}{
-		{"GOGC", func(n int, getenv func(string) string) int64 { return int64(gcPercentFor(n, getenv)) }, func(int) int64 { return 50 }},
+		{"GOGC", func(n int, getenv func(string) string) int64 { return int64(gcPercentFor(n, getenv)) }, func(int) int64 { return 75 }},
 		{"GOMEMLIMIT", memoryLimitFor, func(n int) int64 { return int64(n) * heapPerTask }},
 	} {
 		none := func(string) string { return "" }

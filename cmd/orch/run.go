@@ -196,11 +196,13 @@ func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[st
 	return states, orch.RefuseStale(tx, rec, todo)
 }
 
-// bigPlan is the number of tasks from which a run collects garbage twice
-// as often as Go's default (GOGC=50, not 100): what a run holds grows with
+// bigPlan is the number of tasks from which a run collects garbage more
+// often than Go's default (GOGC=75, not 100): what a run holds grows with
 // its tasks (about 2 KB each), and the default lets the heap reach twice
 // that before collecting. At 100,000 tasks this keeps the process under
-// 600 MiB for about 5% more CPU, most of it on an otherwise idle core.
+// 600 MiB (with the memory limit below) for about 5% more CPU, most of it
+// on an otherwise idle core. 50 kept 25 MiB more margin for 0.3 s more at
+// 100,000 tasks (docs/performance.md).
 const bigPlan = 10000
 
 // gcPercentFor returns the garbage collection percentage for a run of n
@@ -210,13 +212,13 @@ func gcPercentFor(n int, getenv func(string) string) int {
 	if n < bigPlan || getenv("GOGC") != "" {
 		return 0
 	}
-	return 50
+	return 75
 }
 
 // heapPerTask is what a run holds per task at most, with room to spare:
 // about 2 KiB of plan, task state and effective inputs (1.9 KiB measured
-// at 100,000 noop tasks), and as much again of garbage between two
-// collections at GOGC=50.
+// at 100,000 noop tasks), and three quarters as much again of garbage
+// between two collections at GOGC=75.
 const heapPerTask = 3584
 
 // memoryLimitFor returns the soft memory limit for a run of n tasks, or 0
