@@ -228,7 +228,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	lastLoaded.forget(rec)
 	rec.Plan.Edges = nil
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
-		Begin: ex.begin, Idle: ex.syncLast, Progress: r.Progress, Now: r.Now}
+		Begin: ex.begin, Sync: ex.syncLast, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
 	ex.closeStop()
 	close(streamDone)
@@ -1046,9 +1046,10 @@ func (ex *execution) recycle(batch []pendingWrite) {
 }
 
 // flush writes every buffered change in one transaction, which may become
-// durable after flush returns: the walker syncs it once it has started the
-// tasks it can (syncLast), and the tasks that depend on it wait for that
-// just before their scripts start (gateOf), getting ready meanwhile.
+// durable after flush returns: the walker syncs it (syncLast) before it
+// starts a task that depends on others, or once it has started the tasks
+// it can; the tasks that depend on it also wait for that just before
+// their scripts start (gateOf).
 func (ex *execution) flush() error {
 	if err := ex.waitBehind(); err != nil {
 		return err
@@ -1086,9 +1087,9 @@ func (ex *execution) flush() error {
 }
 
 // syncLast makes the last eager write durable, on the walker's goroutine
-// while the tasks it has just started get ready (they wait for it in
-// their gate). A failed sync is reported by those gates and by the next
-// write.
+// (Walker.Sync): before it starts a task that waits for it in its gate,
+// and when it is about to wait for tasks to end. A failed sync is
+// reported by the gates and by the next write.
 func (ex *execution) syncLast() {
 	ex.bufMu.Lock()
 	durable := ex.durable

@@ -218,10 +218,14 @@ type Walker struct {
 	// SKIPPED with that reason, persisted, without running. An error
 	// aborts the walk as Persist's does.
 	Begin func(id string, st State) (skip string, err error)
-	// Idle, if not nil, is called when the walker has started what it
-	// could and is about to wait for a task to end: the runner syncs its
-	// last write there, while the tasks it started get ready.
-	Idle func()
+	// Sync, if not nil, makes the last write durable (the runner syncs
+	// it); the walker calls it from Persist's goroutine. It does so when
+	// it has started what it could and is about to wait for a task to
+	// end, and just before it starts, on a goroutine of its own, a task
+	// that depends on others: that task's Run waits for the sync before
+	// its work begins (the runner's gate), and a sync done first costs it
+	// two hand-offs between goroutines fewer than one it waits for.
+	Sync func()
 	// Progress, if not nil, is told of each change after it was persisted,
 	// from the same goroutine as Persist.
 	Progress func(id string, st State)
@@ -638,8 +642,8 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 			// Unreachable while the walker is correct: report rather than hang.
 			return fmt.Errorf("orch: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
 		}
-		if wk.w.Idle != nil {
-			wk.w.Idle()
+		if wk.w.Sync != nil {
+			wk.w.Sync()
 		}
 		if wk.stopping {
 			wk.complete(<-wk.done)
@@ -779,6 +783,9 @@ func (wk *walk) launch(k int32) {
 	if t.Inline {
 		wk.inline = append(wk.inline, ran{k, runTask(ctx, run, t)})
 		return
+	}
+	if wk.w.Sync != nil && (len(t.In) > 0 || len(t.Earlier) > 0) {
+		wk.w.Sync()
 	}
 	go func() {
 		done <- ran{k, runTask(ctx, run, t)}

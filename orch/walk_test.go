@@ -1420,3 +1420,46 @@ func TestWalkInlinePersistFails(t *testing.T) {
 		t.Fatalf("Walk = %v, want the Persist error", err)
 	}
 }
+
+// A task that depends on others starts only once the walker has synced
+// the write that holds their final states (Walker.Sync), so that its Run
+// never waits for a sync still going on; a task that depends on nothing
+// needs none first.
+func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
+	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
+	h := newWalkHarness(tasks, nil)
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	h.wrapRun(func(ctx context.Context, t *Task) Outcome {
+		note("run " + t.ID)
+		return Outcome{}
+	})
+	h.w.Persist = nil
+	h.w.PersistBatch = func(ids []string, states []State) error {
+		note("persist " + strings.Join(ids, ","))
+		return nil
+	}
+	h.w.Sync = func() {
+		// A slow sync: a Run started beside it would be logged first.
+		time.Sleep(30 * time.Millisecond)
+		note("synced")
+	}
+	h.mustWalk(t, tasks, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range []string{"b", "c"} {
+		run := slices.Index(log, "run "+id)
+		prev := slices.Index(log, "persist "+string(rune(id[0]-1)))
+		if run < 0 || prev < 0 || !slices.Contains(log[prev:run], "synced") {
+			t.Errorf("log %q: want a sync between the predecessor's persist and run %s", log, id)
+		}
+	}
+	if log[0] != "run a" {
+		t.Errorf("log %q: a depends on nothing and should start without a sync", log)
+	}
+}
