@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -92,7 +93,7 @@ func start(p program) (*process, error) {
 	usePidfd := pidfdWorks()
 	attr := &syscall.ProcAttr{
 		Dir:   p.dir,
-		Env:   p.env,
+		Env:   lastWins(p.env),
 		Files: []uintptr{uintptr(in), uintptr(theirs[0]), uintptr(theirs[1])},
 		// The program dies with the executor: kill -9 of solar must not
 		// leave it running beside the copy that resume starts.
@@ -119,6 +120,32 @@ func start(p program) (*process, error) {
 		pr.watchExit()
 	}
 	return pr, nil
+}
+
+// lastWins drops the earlier of two settings of the same variable, as
+// os/exec does: a variable solar sets after those it inherited is the one
+// the program sees, whichever of the two its getenv would find first.
+func lastWins(env []string) []string {
+	at := make(map[string]int, len(env))
+	dup := false
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := at[k]; ok {
+			dup = true
+		}
+		at[k] = i
+	}
+	if !dup {
+		return env
+	}
+	out := make([]string, 0, len(at))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if at[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // watchExit makes exitPipe, whose read end hangs up once the process has

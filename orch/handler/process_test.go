@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,5 +135,29 @@ func TestGroupStartBoundsTheLeader(t *testing.T) {
 	}
 	if g.Start == 0 || g.Start > st.start || st.start-g.Start > clockTicks {
 		t.Errorf("group start %d, leader started at %d: want no later, and within a second", g.Start, st.start)
+	}
+}
+
+// A variable set twice reaches the program once, with the value set last
+// (solar's own settings come after what it inherits), as with os/exec.
+func TestLastWins(t *testing.T) {
+	got := lastWins([]string{"A=1", "B=2", "A=3", "C", "C=", "D=4"})
+	want := []string{"B=2", "A=3", "C=", "D=4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lastWins = %q, want %q", got, want)
+	}
+	// env prints the environment as the kernel handed it over: a shell
+	// would hide a duplicate.
+	var out strings.Builder
+	p, err := start(program{argv: []string{"/usr/bin/env"}, dir: t.TempDir(),
+		env: []string{"SOLAR_TWICE=inherited", "OTHER=x", "SOLAR_TWICE=set"}, stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.wait(context.Background(), testGrace); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "OTHER=x\nSOLAR_TWICE=set\n" {
+		t.Errorf("the program's environment is %q, want OTHER=x and SOLAR_TWICE=set once", out.String())
 	}
 }
