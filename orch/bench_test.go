@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -330,3 +331,25 @@ func processStoreAt(b *testing.B, path string, n int) string {
 type allActions struct{}
 
 func (allActions) Actions(string) ([]string, bool) { return []string{"run"}, true }
+
+// BenchmarkDecodePlan measures the decode of a stored plan record, which
+// a run does before its first task starts.
+func BenchmarkDecodePlan(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		p, err := planner.Build(planner.GenInput("chain", n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := json.Marshal(&Record{UID: "20260101-000000-0001", CreatedAt: time.Now(), Plan: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := decodeRecord("20260101-000000-0001", raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

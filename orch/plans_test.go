@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -431,48 +432,58 @@ func TestLoadDecodesOnce(t *testing.T) {
 	})
 }
 
-// TestDecodeSplit checks that a plan record big enough to be decoded in
-// pieces on every core decodes to what one decoder makes of it, whatever
-// its strings hold (even the punctuation the pieces are cut at), and that
-// a record with a piece that does not decode is left to the one decoder,
-// which names what is wrong.
+// TestDecodeSplit checks that a plan record as Save writes it, of any size
+// (a big one is decoded in pieces on every core, a small one in one piece
+// on the caller's goroutine), decodes to what encoding/json makes of it,
+// whatever its strings hold (even the punctuation the pieces are cut at),
+// and that a record with a piece that does not decode is left to
+// encoding/json, which names what is wrong.
 func TestDecodeSplit(t *testing.T) {
-	p, err := planner.Build(planner.GenInput("chain", 30000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Warnings = []string{`a warning with },{"id": and ],"edges":[ inside`}
-	for i := range p.Nodes {
-		if i%1000 == 7 {
-			p.Nodes[i].TriggeredBy = append(p.Nodes[i].TriggeredBy, `on x.run changed y.run },{"id":"z"} ],"warnings":`)
-		}
-	}
-	rec := &Record{UID: "20260101-000000-0001", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Selection: []string{"role=noop"}, Plan: p}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(raw) < 2*splitPiece {
-		t.Fatalf("a record of %d bytes is cut in one piece; the test needs several", len(raw))
-	}
-	var want Record
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
-	got := decodeSplit(raw)
-	if got == nil {
-		t.Fatal("decodeSplit refused a record laid out as Save writes it")
-	}
-	if diff := cmp.Diff(&want, got); diff != "" {
-		t.Fatalf("decoded in pieces, the record differs (-one decoder +pieces):\n%s", diff)
-	}
-
-	// A bad task far into the list: only a piece fails.
-	bad := bytes.Replace(raw, []byte(`"weight":1}`), []byte(`"weight":"one"}`), 1)
-	if decodeSplit(bad) != nil {
-		t.Fatal("decodeSplit accepted a record with a task that does not decode")
-	}
-	if _, err := decodeRecord(rec.UID, bad); !errors.Is(err, store.ErrDamaged) {
-		t.Fatalf("decodeRecord of a record with a bad task = %v, want store.ErrDamaged", err)
+	for _, n := range []int{30000, 1000, 3, 0} {
+		t.Run(fmt.Sprintf("tasks=%d", n), func(t *testing.T) {
+			p := &planner.Plan{Nodes: []planner.Node{}, Edges: []planner.Edge{}}
+			if n > 0 {
+				var err error
+				if p, err = planner.Build(planner.GenInput("chain", n)); err != nil {
+					t.Fatal(err)
+				}
+				p.Warnings = []string{`a warning with },{"id": and ],"edges":[ inside`}
+				for i := range p.Nodes {
+					if i%1000 == 1 {
+						p.Nodes[i].TriggeredBy = append(p.Nodes[i].TriggeredBy, `on x.run changed y.run },{"id":"z"} ],"warnings":`)
+					}
+				}
+			}
+			rec := &Record{UID: "20260101-000000-0001", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Selection: []string{"role=noop"}, Plan: p}
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 30000 && len(raw) < 2*splitPiece {
+				t.Fatalf("a record of %d bytes is cut in one piece; the test needs several", len(raw))
+			}
+			var want Record
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			got := decodeSplit(raw)
+			if got == nil {
+				t.Fatal("decodeSplit refused a record laid out as Save writes it")
+			}
+			if diff := cmp.Diff(&want, got); diff != "" {
+				t.Fatalf("decoded by the split, the record differs (-encoding/json +split):\n%s", diff)
+			}
+			if n == 0 {
+				return
+			}
+			// A bad task, far into the list when there are many.
+			bad := bytes.Replace(raw, []byte(`"weight":1}`), []byte(`"weight":"one"}`), 1)
+			if decodeSplit(bad) != nil {
+				t.Fatal("decodeSplit accepted a record with a task that does not decode")
+			}
+			if _, err := decodeRecord(rec.UID, bad); !errors.Is(err, store.ErrDamaged) {
+				t.Fatalf("decodeRecord of a record with a bad task = %v, want store.ErrDamaged", err)
+			}
+		})
 	}
 }
