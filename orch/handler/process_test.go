@@ -99,7 +99,8 @@ func TestEndedAttemptDirRemovedUnasked(t *testing.T) {
 	if _, err := sh.Run(context.Background(), newRequest(t, "true")); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	deadline := time.Now().Add(10 * tidyAfter)
+	// Soon is tidyAfter; the margin is for a loaded machine.
+	deadline := time.Now().Add(50 * tidyAfter)
 	for {
 		left, err := os.ReadDir(tmp)
 		if err != nil {
@@ -109,7 +110,7 @@ func TestEndedAttemptDirRemovedUnasked(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is still there %v after the attempt ended", left[0].Name(), 10*tidyAfter)
+			t.Fatalf("%s is still there %v after the attempt ended", left[0].Name(), 50*tidyAfter)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -133,8 +134,9 @@ func TestGroupStartBoundsTheLeader(t *testing.T) {
 	if statErr != nil {
 		t.Fatal(statErr)
 	}
-	if g.Start == 0 || g.Start > st.start || st.start-g.Start > clockTicks {
-		t.Errorf("group start %d, leader started at %d: want no later, and within a second", g.Start, st.start)
+	// Close is within a second; the margin is for a loaded machine.
+	if g.Start == 0 || g.Start > st.start || st.start-g.Start > 5*clockTicks {
+		t.Errorf("group start %d, leader started at %d: want no later, and within five seconds", g.Start, st.start)
 	}
 }
 
