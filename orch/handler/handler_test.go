@@ -470,6 +470,18 @@ echo the end; echo the end >&2; exit 1`)
 			t.Errorf("message holds %d bytes, want about %d at most", len(err.Error()), errBytes)
 		}
 	})
+	t.Run("interpreter that does not exist", func(t *testing.T) {
+		t.Parallel()
+		req := newRequest(t, "#!/nonexistent/interp -e\necho hi\n")
+		if err := os.Chmod(filepath.Join(req.BaseDir, req.Script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sh.Run(context.Background(), req)
+		want := "the interpreter its #! line names, /nonexistent/interp, does not exist"
+		if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "cannot start actions/run.sh") || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run: err = %v, want it to name the missing interpreter", err)
+		}
+	})
 	t.Run("base dir that does not exist", func(t *testing.T) {
 		t.Parallel()
 		req := newRequest(t, "exit 0")

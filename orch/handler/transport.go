@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -161,7 +162,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 		stderr: a.Stderr,
 	})
 	if err != nil {
-		return Ended{}, l.startErr(a, err)
+		return Ended{}, l.startErr(a, missingInterpreter(a.BaseDir, a.Script, err))
 	}
 	g.PGID = p.pid
 	_ = rewriteNote(note, a.Task, g)
@@ -188,6 +189,33 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 
 func (Local) startErr(a Attempt, err error) error {
 	return fmt.Errorf("cannot start %s in %s: %w", a.Script, a.BaseDir, err)
+}
+
+// missingInterpreter explains err, an executable script's failed start,
+// when the script is there but the interpreter its #! line names is not:
+// the kernel says only "no such file or directory", which reads as if
+// the script were missing.
+func missingInterpreter(baseDir, script string, err error) error {
+	if !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	f, openErr := os.Open(filepath.Join(baseDir, script))
+	if openErr != nil {
+		return err
+	}
+	defer f.Close()
+	var head [256]byte
+	n, _ := io.ReadFull(f, head[:])
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return err
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return err
+	}
+	return fmt.Errorf("the interpreter its #! line names, %s, does not exist: %w", fields[0], err)
 }
 
 // scriptArgv runs an executable script as written, so that its #! line
