@@ -208,12 +208,18 @@ func (pr *process) stopOn(ctx context.Context, grace time.Duration) func() (bool
 	}
 }
 
+// exitFd is what becomes readable once the process has exited: its pidfd,
+// else the exit pipe; -1 when there is neither.
+func (pr *process) exitFd() int {
+	if pr.pidfd >= 0 {
+		return pr.pidfd
+	}
+	return pr.exitPipe
+}
+
 // exited reports, without waiting, whether the process has exited.
 func (pr *process) exited() bool {
-	fd := pr.pidfd
-	if fd < 0 {
-		fd = pr.exitPipe
-	}
+	fd := pr.exitFd()
 	if fd < 0 {
 		return false
 	}
@@ -231,14 +237,10 @@ func (pr *process) copyAndReap() (Exit, error) {
 	buf := copyBufs.Get().(*[32 << 10]byte)
 	defer copyBufs.Put(buf)
 	defer pr.closePipes()
-	exitFd := pr.pidfd
-	if exitFd < 0 {
-		exitFd = pr.exitPipe
-	}
 	fds := []unix.PollFd{
 		{Fd: int32(pr.out[0]), Events: unix.POLLIN},
 		{Fd: int32(pr.out[1]), Events: unix.POLLIN},
-		{Fd: int32(exitFd), Events: unix.POLLIN},
+		{Fd: int32(pr.exitFd()), Events: unix.POLLIN},
 	}
 	var (
 		exit     Exit
