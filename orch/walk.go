@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,9 @@ type Task struct {
 	// Inline runs the task on the scheduler's goroutine rather than on
 	// one of its own: for a Run that returns at once (a noop handler, a
 	// task that cannot run), where a goroutine and the wake-ups to hand
-	// its outcome back cost more than the run.
+	// its outcome back cost more than the run. (A task that starts when
+	// no other runs or waits to start runs there too, whatever it is:
+	// the scheduler has nothing else to do until it ends.)
 	Inline bool
 }
 
@@ -196,8 +199,10 @@ type Walker struct {
 	Concurrency int // maximum number of tasks in Run at once; 0 means 10
 	PerNode     int // maximum number of tasks in Run at once on one non-empty Node; 0 means 1
 
-	// Run executes one task, on a goroutine of its own, and must not modify
-	// it. It must return soon after ctx is cancelled (hard cancellation),
+	// Run executes one task and must not modify it. It runs on a
+	// goroutine of its own, or on the scheduler's when the task is
+	// Inline or alone (no other task runs or is ready to start), so it
+	// must not wait for the scheduler. It must return soon after ctx is cancelled (hard cancellation),
 	// reporting ctx's error if it gave up. It must not be nil.
 	Run func(ctx context.Context, t *Task) Outcome
 	// Persist records a state change: INPROGRESS before Run is called, and
@@ -221,9 +226,9 @@ type Walker struct {
 	// Sync, if not nil, makes the last write durable (the runner syncs
 	// it); the walker calls it from Persist's goroutine. It does so when
 	// it has started what it could and is about to wait for a task to
-	// end, and just before it starts, on a goroutine of its own, a task
-	// that depends on others: that task's Run waits for the sync before
-	// its work begins (the runner's gate), and a sync done first costs it
+	// end, and just before it starts a task that depends on others: that
+	// task's Run waits for the sync before its work begins (the runner's
+	// gate), and a sync done first costs a task on a goroutine of its own
 	// two hand-offs between goroutines fewer than one it waits for.
 	Sync func()
 	// Progress, if not nil, is told of each change after it was persisted,
@@ -297,9 +302,10 @@ type walk struct {
 	stopping bool
 	err      error // the Persist error that aborts the walk
 
-	runCtx context.Context
-	done   chan ran
-	inline []ran // outcomes of Inline tasks, not yet completed
+	runCtx  context.Context
+	done    chan ran
+	inline  []ran     // outcomes of tasks run on the scheduler's goroutine, not yet completed
+	yielded time.Time // when the scheduler last yielded (yield)
 }
 
 // ran is a finished Run, reported back to the scheduler.
@@ -787,9 +793,36 @@ func (wk *walk) launch(k int32) {
 	if wk.w.Sync != nil && (len(t.In) > 0 || len(t.Earlier) > 0) {
 		wk.w.Sync()
 	}
+	if wk.running == 1 && len(wk.ready) == 0 {
+		// The task is alone: until it ends, no other can become ready
+		// or start, and the scheduler would only wait for it. Running it
+		// here spares a goroutine and the two wake-ups that hand its
+		// outcome back, which on a chain are most of what solar spends
+		// besides the script. A stop still reaches it through ctx.
+		wk.inline = append(wk.inline, ran{k, runTask(ctx, run, t)})
+		wk.yield()
+		return
+	}
 	go func() {
 		done <- ran{k, runTask(ctx, run, t)}
 	}()
+}
+
+// yieldEvery bounds how long the scheduler runs lone tasks without
+// passing through the Go scheduler. A goroutine that has not for 10 ms
+// is preempted by the runtime's monitor thread with a signal, taking its
+// processor from it if it is in a system call (waiting for a script), and
+// each such preemption keeps that thread waking every 20 µs for the next
+// millisecond or more. Yielding before that spares both.
+const yieldEvery = 5 * time.Millisecond
+
+// yield lets other goroutines run once yieldEvery has passed since the
+// scheduler last did.
+func (wk *walk) yield() {
+	if now := time.Now(); now.Sub(wk.yielded) >= yieldEvery {
+		runtime.Gosched()
+		wk.yielded = now
+	}
 }
 
 // runTask calls run, turning a panic into the task's error so one broken

@@ -1426,7 +1426,9 @@ func TestWalkInlinePersistFails(t *testing.T) {
 // never waits for a sync still going on; a task that depends on nothing
 // needs none first.
 func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
-	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
+	// x runs beside the chain until c has run, so that no task of the
+	// chain is alone: each starts on a goroutine of its own.
+	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b")), walkTask("x")}
 	h := newWalkHarness(tasks, nil)
 	var mu sync.Mutex
 	var log []string
@@ -1435,8 +1437,20 @@ func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
 		log = append(log, s)
 		mu.Unlock()
 	}
-	h.wrapRun(func(ctx context.Context, t *Task) Outcome {
-		note("run " + t.ID)
+	cRan := make(chan struct{})
+	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+		if task.ID == "x" {
+			select {
+			case <-cRan:
+			case <-time.After(5 * time.Second):
+				t.Errorf("c never ran beside x")
+			}
+			return Outcome{}
+		}
+		note("run " + task.ID)
+		if task.ID == "c" {
+			close(cRan)
+		}
 		return Outcome{}
 	})
 	h.w.Persist = nil
@@ -1459,7 +1473,87 @@ func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
 			t.Errorf("log %q: want a sync between the predecessor's persist and run %s", log, id)
 		}
 	}
-	if log[0] != "run a" {
+	if len(log) == 0 || log[0] != "run a" {
 		t.Errorf("log %q: a depends on nothing and should start without a sync", log)
+	}
+}
+
+// goroutineID is the id of the calling goroutine, from the header of its
+// stack trace ("goroutine 7 [running]:").
+func goroutineID() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
+	return id
+}
+
+func TestWalkRunsALoneTaskOnTheSchedulersGoroutine(t *testing.T) {
+	// A chain: each task is alone when it starts. Begin is called on the
+	// scheduler's goroutine.
+	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
+	h := newWalkHarness(tasks, nil)
+	var scheduler string
+	h.w.Begin = func(id string, st State) (string, error) {
+		scheduler = goroutineID()
+		return "", nil
+	}
+	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+		if g := goroutineID(); g != scheduler {
+			t.Errorf("%s ran on goroutine %s, want the scheduler's (%s): it was alone", task.ID, g, scheduler)
+		}
+		return Outcome{}
+	})
+	h.mustWalk(t, tasks, nil)
+
+	// Two independent tasks start together, each on a goroutine of its
+	// own: run on the scheduler's, the first would keep the second from
+	// starting and they would never meet.
+	tasks = []Task{walkTask("p"), walkTask("q")}
+	h = newWalkHarness(tasks, nil)
+	h.w.Concurrency = 2
+	m := newMeeting(2)
+	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+		if !m.arrive() {
+			t.Errorf("%s: the two tasks never ran at the same time", task.ID)
+		}
+		return Outcome{}
+	})
+	h.mustWalk(t, tasks, nil)
+}
+
+func TestWalkYieldsBetweenLoneTasks(t *testing.T) {
+	// On one processor, a goroutine made runnable before the walk gets it
+	// only when the scheduler yields, or when the runtime preempts it after
+	// 10 ms. Each task of the chain keeps the processor for longer than
+	// yieldEvery without blocking: the scheduler must yield before the
+	// second starts.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
+	h := newWalkHarness(tasks, nil)
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+		note("run " + task.ID)
+		for start := time.Now(); time.Since(start) < yieldEvery+time.Millisecond; {
+		}
+		return Outcome{}
+	})
+	h.w.Begin = func(id string, st State) (string, error) {
+		if id == "a" {
+			go note("other goroutine")
+		}
+		return "", nil
+	}
+	h.mustWalk(t, tasks, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	other, b := slices.Index(log, "other goroutine"), slices.Index(log, "run b")
+	if other < 0 || b < 0 || other > b {
+		t.Errorf("log %q: the goroutine started beside a should run before b starts", log)
 	}
 }
