@@ -90,27 +90,30 @@ func TestWithoutPidfd(t *testing.T) {
 	}
 }
 
-// An ended attempt's private directory holds its inputs, secrets among
-// them: it is gone soon even when no other attempt follows and nobody
-// settles.
-func TestEndedAttemptDirRemovedUnasked(t *testing.T) {
+// An ended attempt's inputs file holds secrets: it is gone soon even
+// when no other attempt follows and nobody settles, and its note is
+// cleared at once.
+func TestEndedAttemptFilesRemovedUnasked(t *testing.T) {
 	tmp := t.TempDir()
 	sh := &Shell{TempDir: tmp}
-	if _, err := sh.Run(context.Background(), newRequest(t, "true")); err != nil {
+	req := newRequest(t, `printf %s "$SOLAR_INPUTS" >inputs.path`)
+	if _, err := sh.Run(context.Background(), req); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(Settle)
+	inputs := readFile(t, filepath.Join(req.BaseDir, "inputs.path"))
+	if notes := notesIn(filepath.Dir(inputs)); len(notes) > 0 {
+		t.Errorf("notes left after the attempt ended: %+v", notes)
 	}
 	// Soon is tidyAfter; the margin is for a loaded machine.
 	deadline := time.Now().Add(50 * tidyAfter)
 	for {
-		left, err := os.ReadDir(tmp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) == 0 {
+		_, err := os.Stat(inputs)
+		if errors.Is(err, os.ErrNotExist) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s is still there %v after the attempt ended", left[0].Name(), 50*tidyAfter)
+			t.Fatalf("%s is still there %v after the attempt ended (stat: %v)", inputs, 50*tidyAfter, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/solarops/solar/internal/fileread"
@@ -213,13 +212,14 @@ func tempParents() []string {
 	return out
 }
 
-// groupFile, in an attempt's private directory, records the attempt's
-// process group as soon as it runs. A plain write is enough: it must
+// groupFile, in the private directory of an Ansible attempt, records the
+// attempt's process group as soon as it runs (a shell attempt's note is a
+// slot of its run directory's notesFile). A plain write is enough: it must
 // outlive the executor's process, not the machine (no group outlives a
 // reboot), so no fsync is needed and the record costs next to nothing.
 const groupFile = "group.json"
 
-// groupNote is the content of groupFile.
+// groupNote is the content of groupFile, and of a slot of notesFile.
 type groupNote struct {
 	Task  string `json:"task"`
 	Group Group  `json:"group"`
@@ -232,11 +232,11 @@ type Swept struct {
 }
 
 // SweepTemp cleans up after executors that are no longer running, in dir
-// ("" means every place Local would make an attempt's directory): it
-// kills what is left of each of their attempts' process groups, waiting
-// for it to be gone, then removes the attempt's directory, which holds
-// secrets. A group that will not die is an error (ErrSurvivor); its
-// directory stays, so the next sweep tries again.
+// ("" means every place Local would make a private directory): it kills
+// what is left of each of their attempts' process groups, waiting for it
+// to be gone, then removes their private directories, which hold secrets.
+// A group that will not die is an error (ErrSurvivor); its directory
+// stays, so the next sweep tries again.
 func SweepTemp(dir string) ([]Swept, error) {
 	parents := []string{dir}
 	if dir == "" {
@@ -263,8 +263,7 @@ func SweepTemp(dir string) ([]Swept, error) {
 				continue
 			}
 			path := filepath.Join(parent, name)
-			var note groupNote
-			if raw, err := os.ReadFile(filepath.Join(path, groupFile)); err == nil && json.Unmarshal(raw, &note) == nil {
+			for _, note := range notesIn(path) {
 				n, err := KillGroup(note.Group, survivorWait)
 				if err != nil {
 					return out, fmt.Errorf("task %s: %w", note.Task, err)

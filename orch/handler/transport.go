@@ -112,25 +112,17 @@ func (Local) Open(context.Context, string) (Host, error) { return Local{}, nil }
 // Close does nothing.
 func (Local) Close() error { return nil }
 
-// Exec makes the attempt's private directory, writes the inputs file,
-// runs "/bin/sh Script" in BaseDir in a process group of its own, reads the
-// result file and removes the directory, which holds secrets, whatever
-// happened.
+// Exec writes the attempt's inputs file in the run's private directory,
+// runs the script in BaseDir in a process group of its own, and reads the
+// result file. The attempt's files, which hold secrets, go soon after,
+// whatever happened (removeBehind).
 func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
-	dir, err := localTempDir(a.TempDir)
+	files, err := newAttemptFiles(a.TempDir, a.Inputs)
 	if err != nil {
-		return Ended{}, l.startErr(a, fmt.Errorf("cannot make a private temp dir: %w", err))
+		return Ended{}, l.startErr(a, err)
 	}
-	removeNow := true
-	defer func() {
-		if removeNow {
-			removeAttemptDir(dir)
-		}
-	}()
-	inputsPath, resultPath := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "result.json")
-	if err := writeNew(inputsPath, a.Inputs); err != nil {
-		return Ended{}, l.startErr(a, fmt.Errorf("cannot write the inputs file: %w", err))
-	}
+	defer files.end()
+	inputsPath, resultPath := files.inputs(), files.result()
 	parent := os.Environ()
 	env := make([]string, 0, len(parent)+len(a.Env)+2)
 	for _, kv := range parent {
@@ -144,11 +136,9 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	// it learns the group id, the token still finds every process.
 	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	env = append(env, attemptVar+"="+g.Token)
-	note, err := newNote(filepath.Join(dir, groupFile), a.Task, g)
-	if err != nil {
+	if err := files.note(a.Task, g); err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
 	}
-	defer note.Close()
 
 	if err := PassGate(a.Gate); err != nil {
 		return Ended{}, err
@@ -165,7 +155,7 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 		return Ended{}, l.startErr(a, missingInterpreter(a.BaseDir, a.Script, err))
 	}
 	g.PGID = p.pid
-	_ = rewriteNote(note, a.Task, g)
+	_ = files.note(a.Task, g)
 	if a.Started != nil {
 		a.Started(g)
 	}
@@ -182,8 +172,6 @@ func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		ended.ResultErr = fmt.Errorf("cannot read the result file: %w", err)
 	}
-	removeNow = false
-	removeBehind(dir)
 	return ended, nil
 }
 
@@ -229,30 +217,26 @@ func scriptArgv(baseDir, script string) []string {
 	return []string{interpreter, script}
 }
 
-// localTempDir makes a new 0700 directory for an attempt. With no parent it
-// prefers $XDG_RUNTIME_DIR: a tmpfs only the user can enter, so secrets in
-// the inputs file never reach a disk, and the files of an attempt cost a
-// fraction of what they cost on a disk-backed /tmp (see BenchmarkShell).
-// Where that dir is unusable (a session's dir after su), an explicit
-// $TMPDIR comes next, then /dev/shm (the tmpfs every Linux has; the
-// attempt's dir in it is still 0700), then os.TempDir().
-//
-// Its name says which executor made it, so that one that died is cleaned up
-// after by the next (SweepTemp).
+// localTempDir makes a new 0700 directory in parent, or with no parent
+// in the first of tempParents where it can: a run's (runDirUnder), or an
+// Ansible attempt's. Its name says which executor made it, so that one
+// that died is cleaned up after by the next (SweepTemp).
 func localTempDir(parent string) (string, error) {
 	pattern := tempPrefix + selfTag() + "-"
 	if parent != "" {
 		return os.MkdirTemp(parent, pattern)
 	}
-	candidates := []string{os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("TMPDIR"), "/dev/shm"}
-	for _, fast := range candidates {
-		if filepath.IsAbs(fast) {
-			if dir, err := os.MkdirTemp(fast, pattern); err == nil {
-				return dir, nil
-			}
+	err := errors.New("no temp dir to make it in")
+	for i, p := range tempParents() {
+		dir, mkErr := os.MkdirTemp(p, pattern)
+		if mkErr == nil {
+			return dir, nil
+		}
+		if i == 0 {
+			err = mkErr
 		}
 	}
-	return os.MkdirTemp("", pattern)
+	return "", err
 }
 
 // writeNote records an attempt's group in its private directory.
@@ -262,44 +246,6 @@ func writeNote(name, task string, g Group) error {
 		return err
 	}
 	return os.WriteFile(name, raw, 0o600)
-}
-
-// newNote creates an attempt's group note, exclusively, and keeps it open
-// for rewriteNote.
-func newNote(name, task string, g Group) (noteFile, error) {
-	raw, err := json.Marshal(groupNote{Task: task, Group: g})
-	if err != nil {
-		return -1, err
-	}
-	fd, err := createNew(name, raw)
-	return noteFile(fd), err
-}
-
-// noteFile is an open group note. The files of an attempt are written with
-// plain system calls: an *os.File would cost the poller's registration and
-// more per task.
-type noteFile int
-
-// Close closes the note.
-func (n noteFile) Close() error {
-	if n < 0 {
-		return nil
-	}
-	return syscall.Close(int(n))
-}
-
-// rewriteNote replaces what note holds: the group once it runs. A sweep
-// reading it meanwhile sees the old record or the new one, both of which
-// find the group (by its token).
-func rewriteNote(note noteFile, task string, g Group) error {
-	raw, err := json.Marshal(groupNote{Task: task, Group: g})
-	if err != nil {
-		return err
-	}
-	if _, err := syscall.Pwrite(int(note), raw, 0); err != nil {
-		return err
-	}
-	return syscall.Ftruncate(int(note), int64(len(raw)))
 }
 
 // createNew creates name exclusively (never writing through a file or link
@@ -323,89 +269,76 @@ func createNew(name string, data []byte) (int, error) {
 	return fd, nil
 }
 
-// attemptFiles are what an attempt's private directory holds when the
-// script left nothing else there.
-var attemptFiles = []string{"inputs.json", "result.json", groupFile}
-
-// removeAttemptDir removes an attempt's private directory: its known files
-// one by one, then the directory, which spares the directory's listing;
-// anything else the script left there falls back to os.RemoveAll.
-func removeAttemptDir(dir string) {
-	for _, name := range attemptFiles {
-		_ = syscall.Unlink(filepath.Join(dir, name))
-	}
-	if syscall.Rmdir(dir) != nil {
-		_ = os.RemoveAll(dir)
-	}
-}
-
-// removing counts the private directories of ended attempts that are not
-// removed yet (removeBehind).
+// removing counts the ended attempts whose files are not removed yet
+// (removeBehind).
 var removing behindSet
 
-// leftDirs holds the private directories of ended attempts until the next
-// attempt removes them while its script runs, where the four system calls
-// of each cost the walk nothing; removing them as an attempt ends would
-// come between the script's end and its commit, and so before the next
-// task of a chain starts. Should no attempt start within tidyAfter, a
-// timer removes them: they hold secrets.
-var leftDirs struct {
+// leftFiles holds the files of ended attempts until the next attempt
+// removes them while its script runs, where the system calls cost the
+// walk nothing; removing them as an attempt ends would come between the
+// script's end and its commit, and so before the next task of a chain
+// starts. Should no attempt start within tidyAfter, a timer removes them:
+// they hold secrets.
+var leftFiles struct {
 	sync.Mutex
-	dirs  []string
+	ended []attemptFiles
 	timer *time.Timer
 	armed bool
 }
 
-// tidyAfter bounds how long an ended attempt's directory stays.
+// tidyAfter bounds how long an ended attempt's files stay.
 const tidyAfter = 100 * time.Millisecond
 
-// removeBehind has an ended attempt's private directory removed soon. The
-// timer is set once for many attempts: setting it again at each end
-// could wake a sleeping thread each time.
-func removeBehind(dir string) {
+// end is called as the attempt ends: its note is cleared at once (its
+// group is gone), its files soon. The timer is set once for many
+// attempts: setting it again at each end could wake a sleeping thread
+// each time.
+func (a attemptFiles) end() {
+	a.clearNote()
 	removing.add()
-	leftDirs.Lock()
-	defer leftDirs.Unlock()
-	leftDirs.dirs = append(leftDirs.dirs, dir)
-	if leftDirs.armed {
+	leftFiles.Lock()
+	defer leftFiles.Unlock()
+	leftFiles.ended = append(leftFiles.ended, a)
+	if leftFiles.armed {
 		return
 	}
-	leftDirs.armed = true
-	if leftDirs.timer == nil {
-		leftDirs.timer = time.AfterFunc(tidyAfter, tidyLeft)
+	leftFiles.armed = true
+	if leftFiles.timer == nil {
+		leftFiles.timer = time.AfterFunc(tidyAfter, tidyLeft)
 	} else {
-		leftDirs.timer.Reset(tidyAfter)
+		leftFiles.timer.Reset(tidyAfter)
 	}
 }
 
 // tidyLeft is the timer's: it removes what no attempt has.
 func tidyLeft() {
-	leftDirs.Lock()
-	leftDirs.armed = false
-	leftDirs.Unlock()
+	leftFiles.Lock()
+	leftFiles.armed = false
+	leftFiles.Unlock()
 	removeEnded()
 }
 
-// removeEnded removes the private directories of the attempts that have
-// leftDirs.
+// removeEnded removes the files of the attempts that have ended.
 func removeEnded() {
-	leftDirs.Lock()
-	dirs := leftDirs.dirs
-	leftDirs.dirs = nil
-	leftDirs.Unlock()
-	for _, dir := range dirs {
-		removeAttemptDir(dir)
+	leftFiles.Lock()
+	ended := leftFiles.ended
+	leftFiles.ended = nil
+	leftFiles.Unlock()
+	for _, a := range ended {
+		a.remove()
 		removing.done()
 	}
 }
 
-// Settle removes the private directory of every attempt that has ended,
-// and waits for those being removed. A process that runs attempts calls
-// it before it exits (a runner does at the end of each run), and before
-// it looks for what attempts left behind.
+// Settle removes the files of every attempt that has ended, waits for
+// those being removed, then removes the run directories no attempt uses.
+// A process that runs attempts calls it before it exits (a runner does at
+// the end of each run), and before it looks for what attempts left
+// behind.
 func Settle() {
 	removeEnded()
 	removing.wait()
+	removeIdleRunDirs()
 }
 
 // behindSet counts work going on behind; wait returns once none is left.

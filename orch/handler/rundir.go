@@ -1,0 +1,271 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// The attempts of one process on this machine keep their files in a
+// private directory of the run: one per parent directory, made by the
+// first attempt that needs it and removed by Settle once no attempt uses
+// it. Each attempt's files carry its number, "17-inputs.json" and
+// "17-result.json", and go after it (removeBehind). A directory made and
+// removed for each attempt cost about 10 µs of a shell task's 0.2 ms.
+//
+// The notes that find an attempt's process group after the executor died
+// share one file of the directory, notesFile, in fixed slots: an attempt
+// takes a free slot, writes its note there before its script starts and
+// again once the group is known, and clears it when the script has
+// ended. A note file per attempt, made, rewritten and removed, cost about
+// 20 µs; three writes to a slot cost 2.
+const notesFile = "groups"
+
+// noteSlot is the size of one note in notesFile: a note longer than that
+// has its task name shortened (the name is only for messages).
+const noteSlot = 1024
+
+// runDir is a private directory of the run.
+type runDir struct {
+	path  string
+	notes int   // notesFile, open for writing; -1 once closed
+	free  []int // slots of notesFile no attempt has
+	slots int   // slots handed out so far
+	users int   // attempts whose files are in it
+	gone  bool  // found removed from under the process: no attempt takes it any more
+}
+
+// runDirs are this process's run directories, by parent.
+var runDirs struct {
+	sync.Mutex
+	byParent map[string]*runDir
+	seq      uint64 // the last attempt's number
+}
+
+// attemptFiles are one attempt's share of a run directory.
+type attemptFiles struct {
+	rd   *runDir
+	seq  string // the number in its files' names
+	slot int    // its slot in notesFile
+}
+
+func (a attemptFiles) inputs() string { return filepath.Join(a.rd.path, a.seq+"-inputs.json") }
+func (a attemptFiles) result() string { return filepath.Join(a.rd.path, a.seq+"-result.json") }
+
+// newAttemptFiles gives an attempt its files in the run directory under
+// parent ("" is the host's choice, see localTempDir) and writes its
+// inputs file.
+func newAttemptFiles(parent string, inputs []byte) (attemptFiles, error) {
+	for tries := 0; ; tries++ {
+		a, err := takeAttemptFiles(parent)
+		if err != nil {
+			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
+		}
+		err = writeNew(a.inputs(), inputs)
+		if err == nil {
+			return a, nil
+		}
+		a.release()
+		switch {
+		case tries < 3 && errors.Is(err, fs.ErrNotExist):
+			// The directory was removed from under the process (a
+			// cleaner of the temp dir): a new one is made.
+			forgetRunDir(a.rd)
+		case tries < 3 && errors.Is(err, fs.ErrExist):
+			// A script left a file of that name: the next number.
+		default:
+			return attemptFiles{}, fmt.Errorf("cannot write the inputs file: %w", err)
+		}
+	}
+}
+
+// takeAttemptFiles takes a number and a note slot in the run directory
+// under parent, making the directory if need be.
+func takeAttemptFiles(parent string) (attemptFiles, error) {
+	runDirs.Lock()
+	defer runDirs.Unlock()
+	rd, err := runDirUnder(parent)
+	if err != nil {
+		return attemptFiles{}, err
+	}
+	a := attemptFiles{rd: rd}
+	if n := len(rd.free); n > 0 {
+		a.slot, rd.free = rd.free[n-1], rd.free[:n-1]
+	} else {
+		a.slot = rd.slots
+		rd.slots++
+	}
+	rd.users++
+	runDirs.seq++
+	a.seq = strconv.FormatUint(runDirs.seq, 10)
+	return a, nil
+}
+
+// runDirUnder returns the run directory under parent, made if there is
+// none yet. With no parent it prefers $XDG_RUNTIME_DIR: a tmpfs only the
+// user can enter, so secrets in the inputs file never reach a disk, and
+// the files of an attempt cost a fraction of what they cost on a
+// disk-backed /tmp (see BenchmarkShell). Where that dir is unusable (a
+// session's dir after su), an explicit $TMPDIR comes next, then /dev/shm
+// (the tmpfs every Linux has; the run's dir in it is still 0700), then
+// os.TempDir(). It is called with runDirs held.
+func runDirUnder(parent string) (*runDir, error) {
+	candidates := []string{parent}
+	if parent == "" {
+		candidates = tempParents()
+	}
+	var firstErr error
+	for _, c := range candidates {
+		if rd := runDirs.byParent[c]; rd != nil {
+			return rd, nil
+		}
+		rd, err := makeRunDir(c)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if runDirs.byParent == nil {
+			runDirs.byParent = map[string]*runDir{}
+		}
+		runDirs.byParent[c] = rd
+		return rd, nil
+	}
+	if firstErr == nil {
+		firstErr = errors.New("no temp dir to make it in")
+	}
+	return nil, firstErr
+}
+
+// makeRunDir makes a run directory and its notes file in parent.
+func makeRunDir(parent string) (*runDir, error) {
+	dir, err := localTempDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Open(filepath.Join(dir, notesFile), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, notesFile), Err: err}
+	}
+	return &runDir{path: dir, notes: fd}, nil
+}
+
+// forgetRunDir drops rd, which is gone, so that the next attempt makes a
+// new one.
+func forgetRunDir(rd *runDir) {
+	runDirs.Lock()
+	defer runDirs.Unlock()
+	rd.gone = true
+	for p, d := range runDirs.byParent {
+		if d == rd {
+			delete(runDirs.byParent, p)
+		}
+	}
+	rd.closeIfUnused()
+}
+
+// closeIfUnused closes the notes file of a run directory that is no
+// longer in runDirs once no attempt uses it. Called with runDirs held.
+func (rd *runDir) closeIfUnused() {
+	if rd.gone && rd.users == 0 && rd.notes >= 0 {
+		_ = syscall.Close(rd.notes)
+		rd.notes = -1
+	}
+}
+
+// note writes the attempt's note into its slot, whole, so that no part of
+// an earlier one is left after it.
+func (a attemptFiles) note(task string, g Group) error {
+	var slot [noteSlot]byte
+	raw, err := json.Marshal(groupNote{Task: task, Group: g})
+	for err == nil && len(raw) > noteSlot {
+		task = task[:len(task)/2]
+		raw, err = json.Marshal(groupNote{Task: task, Group: g})
+	}
+	if err != nil {
+		return err
+	}
+	copy(slot[:], raw)
+	return a.writeSlot(slot[:])
+}
+
+// clearNote empties the attempt's slot: its group has ended.
+func (a attemptFiles) clearNote() {
+	var slot [noteSlot]byte
+	_ = a.writeSlot(slot[:])
+}
+
+func (a attemptFiles) writeSlot(b []byte) error {
+	_, err := syscall.Pwrite(a.rd.notes, b, int64(a.slot)*noteSlot)
+	if err != nil {
+		return &os.PathError{Op: "write", Path: filepath.Join(a.rd.path, notesFile), Err: err}
+	}
+	return nil
+}
+
+// remove removes the attempt's files, then gives back its slot.
+func (a attemptFiles) remove() {
+	_ = syscall.Unlink(a.inputs())
+	_ = syscall.Unlink(a.result())
+	a.release()
+}
+
+// release gives back the attempt's slot and its use of the directory.
+func (a attemptFiles) release() {
+	runDirs.Lock()
+	defer runDirs.Unlock()
+	a.rd.free = append(a.rd.free, a.slot)
+	a.rd.users--
+	a.rd.closeIfUnused()
+}
+
+// removeIdleRunDirs removes the run directories no attempt uses.
+func removeIdleRunDirs() {
+	runDirs.Lock()
+	defer runDirs.Unlock()
+	for p, rd := range runDirs.byParent {
+		if rd.users > 0 {
+			continue
+		}
+		delete(runDirs.byParent, p)
+		rd.gone = true
+		rd.closeIfUnused()
+		// What a script left there goes too.
+		if syscall.Unlink(filepath.Join(rd.path, notesFile)) != nil || syscall.Rmdir(rd.path) != nil {
+			_ = os.RemoveAll(rd.path)
+		}
+	}
+}
+
+// notesIn reads the notes of the attempts whose files are in dir: the
+// slots of its notes file, and the note file of an attempt that had a
+// directory of its own (the Ansible handler's).
+func notesIn(dir string) []groupNote {
+	var out []groupNote
+	if raw, err := os.ReadFile(filepath.Join(dir, notesFile)); err == nil {
+		for off := 0; off < len(raw); off += noteSlot {
+			slot := raw[off:min(off+noteSlot, len(raw))]
+			if end := bytes.IndexByte(slot, 0); end >= 0 {
+				slot = slot[:end]
+			}
+			var note groupNote
+			if len(slot) > 0 && json.Unmarshal(slot, &note) == nil {
+				out = append(out, note)
+			}
+		}
+	}
+	var note groupNote
+	if raw, err := os.ReadFile(filepath.Join(dir, groupFile)); err == nil && json.Unmarshal(raw, &note) == nil {
+		out = append(out, note)
+	}
+	return out
+}
