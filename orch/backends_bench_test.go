@@ -43,7 +43,7 @@ func BenchmarkBackends(b *testing.B) {
 				b.StopTimer()
 				path, uid := benchStoreAt(b, be.loc(b), "chain", 1000, "../testdata/resources/noop", nil)
 				b.StartTimer()
-				runBench(b, path, uid)
+				runBench(b, path, uid, 1000)
 			}
 		})
 		b.Run(be.name+"/shell-chain/minimal/n=1000", func(b *testing.B) {
@@ -55,7 +55,7 @@ func BenchmarkBackends(b *testing.B) {
 				b.StopTimer()
 				path, uid := benchStoreAt(b, be.loc(b), "chain", 1000, dir, map[string]any{"dir": b.TempDir()})
 				b.StartTimer()
-				runBench(b, path, uid)
+				runBench(b, path, uid, 1000)
 			}
 		})
 	}

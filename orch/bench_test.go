@@ -68,8 +68,11 @@ func benchStoreAt(b testing.TB, path, shape string, n int, baseDir string, value
 	return path, uid
 }
 
-func runBench(b *testing.B, path, uid string) map[string]State {
+// runBench runs the plan uid, of n tasks, with the garbage collector set
+// as the CLI sets it for a plan of that size.
+func runBench(b *testing.B, path, uid string, n int) map[string]State {
 	b.Helper()
+	defer TuneGC(n, os.Getenv)()
 	r := &Runner{Path: path, UID: uid, Concurrency: 10, PerNode: 1}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
@@ -94,7 +97,7 @@ func BenchmarkRunOnceNoop(b *testing.B) {
 					b.StopTimer()
 					path, uid := benchStore(b, shape, n, "../testdata/resources/noop", nil)
 					b.StartTimer()
-					runBench(b, path, uid)
+					runBench(b, path, uid, n)
 				}
 			})
 		}
@@ -143,7 +146,7 @@ func BenchmarkShellChain(b *testing.B) {
 					path, uid := benchStore(b, "chain", n, dir, inputs)
 					b.StartTimer()
 					start, cpu := time.Now(), selfCPU()
-					runBench(b, path, uid)
+					runBench(b, path, uid, n)
 					solar += time.Since(start)
 					solarCPU += selfCPU() - cpu
 					b.StopTimer()
@@ -180,7 +183,7 @@ func BenchmarkShellWide(b *testing.B) {
 		path, uid := benchStore(b, "independent", n, dir, inputs)
 		b.StartTimer()
 		start := time.Now()
-		runBench(b, path, uid)
+		runBench(b, path, uid, n)
 		solar += time.Since(start)
 		b.StopTimer()
 		inputs["dir"] = b.TempDir()

@@ -59,33 +59,3 @@ func TestProgressBuffered(t *testing.T) {
 		t.Fatalf("a note waited in the buffer; output ends %q", out[max(0, len(out)-40):])
 	}
 }
-
-// TestBigPlanSettings checks that only a big plan collects more often and
-// has a memory limit, and never against the operator's GOGC or GOMEMLIMIT.
-func TestBigPlanSettings(t *testing.T) {
-	for _, setting := range []struct {
-		env   string
-		of    func(n int, getenv func(string) string) int64
-		atBig func(n int) int64 // what a plan of n tasks, big, gets
-	}{
-		{"GOGC", func(n int, getenv func(string) string) int64 { return int64(gcPercentFor(n, getenv)) }, func(int) int64 { return 75 }},
-		{"GOMEMLIMIT", memoryLimitFor, func(n int) int64 { return int64(n) * heapPerTask }},
-	} {
-		none := func(string) string { return "" }
-		set := func(k string) string {
-			if k == setting.env {
-				return "1"
-			}
-			return ""
-		}
-		for _, tt := range []struct {
-			n      int
-			getenv func(string) string
-			want   int64
-		}{{10, none, 0}, {bigPlan - 1, none, 0}, {bigPlan, none, setting.atBig(bigPlan)}, {100000, none, setting.atBig(100000)}, {100000, set, 0}} {
-			if got := setting.of(tt.n, tt.getenv); got != tt.want {
-				t.Errorf("%s for %d tasks (%s=%q) = %d, want %d", setting.env, tt.n, setting.env, tt.getenv(setting.env), got, tt.want)
-			}
-		}
-	}
-}

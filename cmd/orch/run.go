@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -167,12 +166,7 @@ func resetWhere(match func(orch.State) bool) func(*store.Tx, *orch.Record, map[s
 func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[string]orch.State) (map[string]orch.State, error) {
 	// As soon as the plan's size is known: the run's preparation makes
 	// its biggest heap.
-	if p := gcPercentFor(len(rec.Plan.Nodes), opts.App.Getenv); p > 0 {
-		debug.SetGCPercent(p)
-	}
-	if limit := memoryLimitFor(len(rec.Plan.Nodes), opts.App.Getenv); limit > 0 {
-		debug.SetMemoryLimit(limit)
-	}
+	orch.TuneGC(len(rec.Plan.Nodes), opts.App.Getenv)
 	if opts.Prepare != nil {
 		// retry and resume may find nothing to reset; restart always does.
 		if err := opts.Prepare(tx, rec, states); err != nil {
@@ -194,44 +188,6 @@ func (opts *RunOptions) prepareRun(tx *store.Tx, rec *orch.Record, states map[st
 		}
 	}
 	return states, orch.RefuseStale(tx, rec, todo)
-}
-
-// bigPlan is the number of tasks from which a run collects garbage more
-// often than Go's default (GOGC=75, not 100): what a run holds grows with
-// its tasks (about 2 KB each), and the default lets the heap reach twice
-// that before collecting. At 100,000 tasks this keeps the process under
-// 600 MiB (with the memory limit below) for about 5% more CPU, most of it
-// on an otherwise idle core. 50 kept 25 MiB more margin for 0.3 s more at
-// 100,000 tasks (docs/performance.md).
-const bigPlan = 10000
-
-// gcPercentFor returns the garbage collection percentage for a run of n
-// tasks, or 0 to keep the runtime's: that of a small plan, or the one the
-// operator chose with GOGC.
-func gcPercentFor(n int, getenv func(string) string) int {
-	if n < bigPlan || getenv("GOGC") != "" {
-		return 0
-	}
-	return 75
-}
-
-// heapPerTask is what a run holds per task at most, with room to spare:
-// about 2 KiB of plan, task state and effective inputs (1.9 KiB measured
-// at 100,000 noop tasks), and three quarters as much again of garbage
-// between two collections at GOGC=75.
-const heapPerTask = 3584
-
-// memoryLimitFor returns the soft memory limit for a run of n tasks, or 0
-// to keep the runtime's: that of a small plan, or the one the operator
-// chose with GOMEMLIMIT. Near the limit the runtime returns freed memory
-// to the system at once rather than over minutes, which at 100,000 tasks
-// keeps about 35 MiB fewer pages; it also collects more often there, a
-// cost bounded by the runtime (at most half the CPU), never a failure.
-func memoryLimitFor(n int, getenv func(string) string) int64 {
-	if n < bigPlan || getenv("GOMEMLIMIT") != "" {
-		return 0
-	}
-	return int64(n) * heapPerTask
 }
 
 // errFinished rolls back the preparation of a plan that has nothing left
