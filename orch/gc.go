@@ -76,4 +76,3 @@ func TuneGC(n int, getenv func(string) string) (restore func()) {
 		}
 	}
 }
-
