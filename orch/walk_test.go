@@ -1425,18 +1425,31 @@ func TestWalkInlinePersistFails(t *testing.T) {
 // the write that holds their final states (Walker.Sync), so that its Run
 // never waits for a sync still going on; a task that depends on nothing
 // needs none first.
+// eventLog records what happened, in order, from any goroutine.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) note(s string) {
+	l.mu.Lock()
+	l.events = append(l.events, s)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
 func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
 	// x runs beside the chain until c has run, so that no task of the
 	// chain is alone: each starts on a goroutine of its own.
 	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b")), walkTask("x")}
 	h := newWalkHarness(tasks, nil)
-	var mu sync.Mutex
-	var log []string
-	note := func(s string) {
-		mu.Lock()
-		log = append(log, s)
-		mu.Unlock()
-	}
+	var events eventLog
+	note := events.note
 	cRan := make(chan struct{})
 	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
 		if task.ID == "x" {
@@ -1464,8 +1477,7 @@ func TestWalkSyncsBeforeStartingADependent(t *testing.T) {
 		note("synced")
 	}
 	h.mustWalk(t, tasks, nil)
-	mu.Lock()
-	defer mu.Unlock()
+	log := events.all()
 	for _, id := range []string{"b", "c"} {
 		run := slices.Index(log, "run "+id)
 		prev := slices.Index(log, "persist "+string(rune(id[0]-1)))
@@ -1530,13 +1542,8 @@ func TestWalkYieldsBetweenLoneTasks(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
 	h := newWalkHarness(tasks, nil)
-	var mu sync.Mutex
-	var log []string
-	note := func(s string) {
-		mu.Lock()
-		log = append(log, s)
-		mu.Unlock()
-	}
+	var events eventLog
+	note := events.note
 	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
 		note("run " + task.ID)
 		for start := time.Now(); time.Since(start) < yieldEvery+time.Millisecond; {
@@ -1550,8 +1557,7 @@ func TestWalkYieldsBetweenLoneTasks(t *testing.T) {
 		return "", nil
 	}
 	h.mustWalk(t, tasks, nil)
-	mu.Lock()
-	defer mu.Unlock()
+	log := events.all()
 	other, b := slices.Index(log, "other goroutine"), slices.Index(log, "run b")
 	if other < 0 || b < 0 || other > b {
 		t.Errorf("log %q: the goroutine started beside a should run before b starts", log)
