@@ -72,6 +72,9 @@ func newAttemptFiles(parent string, inputs []byte) (attemptFiles, error) {
 		if err == nil {
 			return a, nil
 		}
+		if !errors.Is(err, fs.ErrExist) {
+			_ = syscall.Unlink(a.inputs()) // what a failed write left of it
+		}
 		a.release()
 		switch {
 		case tries < 3 && errors.Is(err, fs.ErrNotExist):

@@ -182,3 +182,28 @@ func TestSweepTempKillsWhatNotesName(t *testing.T) {
 		t.Errorf("%s left after the sweep", left[0].Name())
 	}
 }
+
+// An inputs file that could not be written whole does not stay behind:
+// what was written of it may be a secret.
+func TestFailedInputsWriteLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16k,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		Settle()
+		_ = syscall.Unmount(dir, 0)
+	})
+	req := newRequest(t, "true")
+	req.Inputs = map[string]any{"big": strings.Repeat("s", 64<<10)}
+	_, err := (&Shell{TempDir: dir}).Run(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "cannot write the inputs file") {
+		t.Fatalf("Run: %v, want the inputs file not written", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*", "*-inputs.json")); len(left) > 0 {
+		t.Errorf("%v left after the failed write", left)
+	}
+}
