@@ -266,6 +266,7 @@ func (w *Walker) Walk(ctx context.Context, tasks []Task, initial map[string]Stat
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wk.runCtx = runCtx
+	wk.yielded = time.Now()
 	if err := wk.loop(ctx, stop); err != nil {
 		cancel()
 		wk.waitRunning()
@@ -817,13 +818,16 @@ func (wk *walk) launch(k int32) {
 const yieldEvery = 5 * time.Millisecond
 
 // yield lets other goroutines run once yieldEvery has passed since the
-// scheduler last did.
+// scheduler last did, or since the walk began.
 func (wk *walk) yield() {
 	if now := time.Now(); now.Sub(wk.yielded) >= yieldEvery {
-		runtime.Gosched()
+		yieldNow()
 		wk.yielded = now
 	}
 }
+
+// yieldNow passes through Go's scheduler; tests count the calls.
+var yieldNow = runtime.Gosched
 
 // runTask calls run, turning a panic into the task's error so one broken
 // handler cannot take the walk, and the state it has not persisted, down.

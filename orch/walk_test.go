@@ -1534,32 +1534,37 @@ func TestWalkRunsALoneTaskOnTheSchedulersGoroutine(t *testing.T) {
 }
 
 func TestWalkYieldsBetweenLoneTasks(t *testing.T) {
-	// On one processor, a goroutine made runnable before the walk gets it
-	// only when the scheduler yields, or when the runtime preempts it after
-	// 10 ms. Each task of the chain keeps the processor for longer than
-	// yieldEvery without blocking: the scheduler must yield before the
-	// second starts.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
-	h := newWalkHarness(tasks, nil)
-	var events eventLog
-	note := events.note
-	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-		note("run " + task.ID)
-		for start := time.Now(); time.Since(start) < yieldEvery+time.Millisecond; {
+	var yields atomic.Int32
+	defer func(f func()) { yieldNow = f }(yieldNow)
+	yieldNow = func() { yields.Add(1) }
+	chain := func(n int) []Task {
+		tasks := []Task{walkTask("t0")}
+		for i := 1; i < n; i++ {
+			tasks = append(tasks, walkTask(fmt.Sprintf("t%d", i), afterEdge(fmt.Sprintf("t%d", i-1))))
 		}
+		return tasks
+	}
+
+	// Tasks that each keep the scheduler's goroutine longer than
+	// yieldEvery: it yields after each.
+	tasks := chain(3)
+	h := newWalkHarness(tasks, nil)
+	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
+		time.Sleep(yieldEvery + time.Millisecond)
 		return Outcome{}
 	})
-	h.w.Begin = func(id string, st State) (string, error) {
-		if id == "a" {
-			go note("other goroutine")
-		}
-		return "", nil
-	}
 	h.mustWalk(t, tasks, nil)
-	log := events.all()
-	other, b := slices.Index(log, "other goroutine"), slices.Index(log, "run b")
-	if other < 0 || b < 0 || other > b {
-		t.Errorf("log %q: the goroutine started beside a should run before b starts", log)
+	if got := yields.Load(); got != 3 {
+		t.Errorf("%d yields after 3 lone tasks of %v each, want 3", got, yieldEvery+time.Millisecond)
+	}
+
+	// Quick tasks: no yield before yieldEvery has passed.
+	yields.Store(0)
+	tasks = chain(20)
+	h = newWalkHarness(tasks, nil)
+	start := time.Now()
+	h.mustWalk(t, tasks, nil)
+	if got, took := yields.Load(), time.Since(start); took < yieldEvery && got != 0 {
+		t.Errorf("%d yields in a walk of %v, want none before %v", got, took, yieldEvery)
 	}
 }
