@@ -177,6 +177,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		return err
 	})
 	if err != nil {
+		// Nothing runs (the plan may be finished already: a runner was
+		// killed after its last task), but what dead runners left in
+		// their private directories, secrets and scripts, goes all the
+		// same. Their records in the store wait for a run that claims.
+		_ = r.sweep()
 		return nil, nil, err
 	}
 	// What a run that died left behind goes before anything starts: its

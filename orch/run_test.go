@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/solarops/solar/events"
+	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
@@ -631,8 +633,22 @@ func TestRunnerPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A runner that died (after its last task, say) left its private
+	// directory: it goes even though nothing runs.
+	tmp := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(tmp, fmt.Sprintf("solar-run-%d.1-7", dead.Process.Pid))
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "3-inputs.json"), []byte(`{"password":"s3cret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	refuse := errors.New("refused by the command")
-	_, _, err = (&Runner{Path: path, UID: uid, Concurrency: 1,
+	_, _, err = (&Runner{Path: path, UID: uid, Concurrency: 1, Shell: &handler.Shell{TempDir: tmp},
 		Prepare: func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error) {
 			if len(states) != 2 || rec.UID != uid {
 				t.Errorf("Prepare got %d states of plan %s, want 2 of %s", len(states), rec.UID, uid)
@@ -641,6 +657,9 @@ func TestRunnerPrepare(t *testing.T) {
 		}}).Run(context.Background(), nil)
 	if !errors.Is(err, refuse) {
 		t.Fatalf("Run = %v, want the Prepare error", err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead runner's directory is still there after a run refused by Prepare (stat: %v)", err)
 	}
 	after, err := os.ReadFile(path)
 	if err != nil {
