@@ -202,8 +202,9 @@ type Walker struct {
 	// Run executes one task and must not modify it. It runs on a
 	// goroutine of its own, or on the scheduler's when the task is
 	// Inline or alone (no other task runs or is ready to start), so it
-	// must not wait for the scheduler. It must return soon after ctx is cancelled (hard cancellation),
-	// reporting ctx's error if it gave up. It must not be nil.
+	// must not wait for the scheduler. It must return soon after ctx is
+	// cancelled (hard cancellation), reporting ctx's error if it gave up.
+	// It must not be nil.
 	Run func(ctx context.Context, t *Task) Outcome
 	// Persist records a state change: INPROGRESS before Run is called, and
 	// every final state. It is called from one goroutine at a time. An error

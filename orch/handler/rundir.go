@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The attempts of one process on this machine keep their files in a
 // private directory of the run: one per parent directory, made by the
 // first attempt that needs it and removed by Settle once no attempt uses
 // it. Each attempt's files carry its number, "17-inputs.json" and
-// "17-result.json", and go after it (removeBehind). A directory made and
+// "17-result.json", and go soon after it (attemptFiles.end). A directory made and
 // removed for each attempt cost about 10 µs of a shell task's 0.2 ms.
 //
 // The notes that find an attempt's process group after the executor died
@@ -120,32 +121,20 @@ func takeAttemptFiles(parent string) (attemptFiles, error) {
 // (the tmpfs every Linux has; the run's dir in it is still 0700), then
 // os.TempDir(). It is called with runDirs held.
 func runDirUnder(parent string) (*runDir, error) {
-	candidates := []string{parent}
-	if parent == "" {
-		candidates = tempParents()
-	}
-	var firstErr error
-	for _, c := range candidates {
-		if rd := runDirs.byParent[c]; rd != nil {
+	return inFirstParent(parent, func(p string) (*runDir, error) {
+		if rd := runDirs.byParent[p]; rd != nil {
 			return rd, nil
 		}
-		rd, err := makeRunDir(c)
+		rd, err := makeRunDir(p)
 		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
+			return nil, err
 		}
 		if runDirs.byParent == nil {
 			runDirs.byParent = map[string]*runDir{}
 		}
-		runDirs.byParent[c] = rd
+		runDirs.byParent[p] = rd
 		return rd, nil
-	}
-	if firstErr == nil {
-		firstErr = errors.New("no temp dir to make it in")
-	}
-	return nil, firstErr
+	})
 }
 
 // makeRunDir makes a run directory and its notes file in parent.
@@ -271,4 +260,112 @@ func notesIn(dir string) []groupNote {
 		out = append(out, note)
 	}
 	return out
+}
+
+// removing counts the ended attempts whose files are not removed yet
+// (attemptFiles.end).
+var removing behindSet
+
+// leftFiles holds the files of ended attempts until the next attempt
+// removes them while its script runs, where the system calls cost the
+// walk nothing; removing them as an attempt ends would come between the
+// script's end and its commit, and so before the next task of a chain
+// starts. Should no attempt start within tidyAfter, a timer removes them:
+// they hold secrets.
+var leftFiles struct {
+	sync.Mutex
+	ended []attemptFiles
+	timer *time.Timer
+	armed bool
+}
+
+// tidyAfter bounds how long an ended attempt's files stay.
+const tidyAfter = 100 * time.Millisecond
+
+// end is called as the attempt ends: its note is cleared at once (its
+// group is gone), its files soon. The timer is set once for many
+// attempts: setting it again at each end could wake a sleeping thread
+// each time.
+func (a attemptFiles) end() {
+	a.clearNote()
+	removing.add()
+	leftFiles.Lock()
+	defer leftFiles.Unlock()
+	leftFiles.ended = append(leftFiles.ended, a)
+	if leftFiles.armed {
+		return
+	}
+	leftFiles.armed = true
+	if leftFiles.timer == nil {
+		leftFiles.timer = time.AfterFunc(tidyAfter, tidyLeft)
+	} else {
+		leftFiles.timer.Reset(tidyAfter)
+	}
+}
+
+// tidyLeft is the timer's: it removes what no attempt has.
+func tidyLeft() {
+	leftFiles.Lock()
+	leftFiles.armed = false
+	leftFiles.Unlock()
+	removeEnded()
+}
+
+// removeEnded removes the files of the attempts that have ended.
+func removeEnded() {
+	leftFiles.Lock()
+	ended := leftFiles.ended
+	leftFiles.ended = nil
+	leftFiles.Unlock()
+	for _, a := range ended {
+		a.remove()
+		removing.done()
+	}
+}
+
+// Settle removes the files of every attempt that has ended, waits for
+// those being removed, then removes the run directories no attempt uses.
+// A process that runs attempts calls it before it exits (a runner does at
+// the end of each run), and before it looks for what attempts left
+// behind.
+func Settle() {
+	removeEnded()
+	removing.wait()
+	removeIdleRunDirs()
+}
+
+// behindSet counts work going on behind; wait returns once none is left.
+// (A sync.WaitGroup may not be added to while a wait on it could be
+// returning, which concurrent runs in one process would do.)
+type behindSet struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (b *behindSet) add() {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.n++
+	b.mu.Unlock()
+}
+
+func (b *behindSet) done() {
+	b.mu.Lock()
+	if b.n--; b.n == 0 {
+		close(b.idle)
+	}
+	b.mu.Unlock()
+}
+
+func (b *behindSet) wait() {
+	b.mu.Lock()
+	idle := b.idle
+	n := b.n
+	b.mu.Unlock()
+	if n > 0 {
+		<-idle
+	}
 }

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+
 	"syscall"
 	"time"
 
@@ -115,7 +115,7 @@ func (Local) Close() error { return nil }
 // Exec writes the attempt's inputs file in the run's private directory,
 // runs the script in BaseDir in a process group of its own, and reads the
 // result file. The attempt's files, which hold secrets, go soon after,
-// whatever happened (removeBehind).
+// whatever happened (attemptFiles.end).
 func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
 	files, err := newAttemptFiles(a.TempDir, a.Inputs)
 	if err != nil {
@@ -223,20 +223,28 @@ func scriptArgv(baseDir, script string) []string {
 // that died is cleaned up after by the next (SweepTemp).
 func localTempDir(parent string) (string, error) {
 	pattern := tempPrefix + selfTag() + "-"
-	if parent != "" {
-		return os.MkdirTemp(parent, pattern)
+	return inFirstParent(parent, func(p string) (string, error) { return os.MkdirTemp(p, pattern) })
+}
+
+// inFirstParent calls try in parent or, with no parent, in each of
+// tempParents in turn until it succeeds. The error is the first one.
+func inFirstParent[T any](parent string, try func(string) (T, error)) (T, error) {
+	parents := []string{parent}
+	if parent == "" {
+		parents = tempParents()
 	}
+	var zero T
 	err := errors.New("no temp dir to make it in")
-	for i, p := range tempParents() {
-		dir, mkErr := os.MkdirTemp(p, pattern)
+	for i, p := range parents {
+		v, mkErr := try(p)
 		if mkErr == nil {
-			return dir, nil
+			return v, nil
 		}
 		if i == 0 {
 			err = mkErr
 		}
 	}
-	return "", err
+	return zero, err
 }
 
 // writeNote records an attempt's group in its private directory.
@@ -267,114 +275,6 @@ func createNew(name string, data []byte) (int, error) {
 		data = data[n:]
 	}
 	return fd, nil
-}
-
-// removing counts the ended attempts whose files are not removed yet
-// (removeBehind).
-var removing behindSet
-
-// leftFiles holds the files of ended attempts until the next attempt
-// removes them while its script runs, where the system calls cost the
-// walk nothing; removing them as an attempt ends would come between the
-// script's end and its commit, and so before the next task of a chain
-// starts. Should no attempt start within tidyAfter, a timer removes them:
-// they hold secrets.
-var leftFiles struct {
-	sync.Mutex
-	ended []attemptFiles
-	timer *time.Timer
-	armed bool
-}
-
-// tidyAfter bounds how long an ended attempt's files stay.
-const tidyAfter = 100 * time.Millisecond
-
-// end is called as the attempt ends: its note is cleared at once (its
-// group is gone), its files soon. The timer is set once for many
-// attempts: setting it again at each end could wake a sleeping thread
-// each time.
-func (a attemptFiles) end() {
-	a.clearNote()
-	removing.add()
-	leftFiles.Lock()
-	defer leftFiles.Unlock()
-	leftFiles.ended = append(leftFiles.ended, a)
-	if leftFiles.armed {
-		return
-	}
-	leftFiles.armed = true
-	if leftFiles.timer == nil {
-		leftFiles.timer = time.AfterFunc(tidyAfter, tidyLeft)
-	} else {
-		leftFiles.timer.Reset(tidyAfter)
-	}
-}
-
-// tidyLeft is the timer's: it removes what no attempt has.
-func tidyLeft() {
-	leftFiles.Lock()
-	leftFiles.armed = false
-	leftFiles.Unlock()
-	removeEnded()
-}
-
-// removeEnded removes the files of the attempts that have ended.
-func removeEnded() {
-	leftFiles.Lock()
-	ended := leftFiles.ended
-	leftFiles.ended = nil
-	leftFiles.Unlock()
-	for _, a := range ended {
-		a.remove()
-		removing.done()
-	}
-}
-
-// Settle removes the files of every attempt that has ended, waits for
-// those being removed, then removes the run directories no attempt uses.
-// A process that runs attempts calls it before it exits (a runner does at
-// the end of each run), and before it looks for what attempts left
-// behind.
-func Settle() {
-	removeEnded()
-	removing.wait()
-	removeIdleRunDirs()
-}
-
-// behindSet counts work going on behind; wait returns once none is left.
-// (A sync.WaitGroup may not be added to while a wait on it could be
-// returning, which concurrent runs in one process would do.)
-type behindSet struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
-}
-
-func (b *behindSet) add() {
-	b.mu.Lock()
-	if b.n == 0 {
-		b.idle = make(chan struct{})
-	}
-	b.n++
-	b.mu.Unlock()
-}
-
-func (b *behindSet) done() {
-	b.mu.Lock()
-	if b.n--; b.n == 0 {
-		close(b.idle)
-	}
-	b.mu.Unlock()
-}
-
-func (b *behindSet) wait() {
-	b.mu.Lock()
-	idle := b.idle
-	n := b.n
-	b.mu.Unlock()
-	if n > 0 {
-		<-idle
-	}
 }
 
 // writeNew creates name exclusively, so that it never writes through a
