@@ -6,7 +6,16 @@
 //
 // Each round builds a fresh store with a layered plan of shell tasks that
 // start children and hold a per-resource lock, then alternates run-once or
-// resume with kill -9 after a random delay until a run finishes. Checked:
+// resume with kill -9 after a random delay until a run finishes. Some tasks
+// are long (about a second or two) and ignore SIGTERM, so that a kill
+// often finds a script that outlives its runner's first signal.
+//
+// Rounds take turns over four setups (SOLAR_TORTURE_MODES, a comma list,
+// chooses among them): the store in a bbolt file ("bolt") or PostgreSQL
+// ("pg"), and the tasks run on this machine or on two OpenSSH nodes on
+// loopback addresses ("bolt-ssh", "pg-ssh"). On nodes a killed runner's
+// scripts die only when the node notices, so "resume" right after a kill
+// is where two copies of one action could meet. Checked:
 //   - no two attempts of one resource ever overlap, crash or not: every
 //     script takes an exclusive flock on its resource's lock file that its
 //     children inherit, and logs OVERLAP if it finds the lock taken (a
@@ -33,6 +42,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/solarops/solar/internal/pgtest"
+	"github.com/solarops/solar/internal/sshdtest"
 )
 
 const (
@@ -58,14 +70,38 @@ func TestTorture(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d (SOLAR_TORTURE_SEED to repeat)", seed)
+	modes := strings.Split("bolt,pg,bolt-ssh,pg-ssh", ",")
+	if m := os.Getenv("SOLAR_TORTURE_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
+	var nodes []*sshdtest.Server
+	for _, m := range modes {
+		if m != "bolt" && m != "pg" && m != "bolt-ssh" && m != "pg-ssh" {
+			t.Fatalf("SOLAR_TORTURE_MODES: unknown mode %q (bolt, pg, bolt-ssh, pg-ssh)", m)
+		}
+		if strings.HasSuffix(m, "-ssh") && nodes == nil {
+			nodes = []*sshdtest.Server{
+				sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.61"}),
+				sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.62"}),
+			}
+		}
+	}
 	var total stats
 	for r := range rounds {
-		st := round(t, rng, bin, base, filepath.Join(root, fmt.Sprintf("r%04d", r)))
+		mode := modes[r%len(modes)]
+		s := setup{bin: bin, base: base, dir: filepath.Join(root, fmt.Sprintf("r%04d-%s", r, mode))}
+		if strings.HasPrefix(mode, "pg") {
+			s.db = pgtest.Shared(t)
+		}
+		if strings.HasSuffix(mode, "-ssh") {
+			s.nodes = nodes
+		}
+		st := round(t, rng, s)
 		total.kills += st.kills
 		total.runs += st.runs
 		total.killedInTask += st.killedInTask
 		if t.Failed() {
-			t.Fatalf("round %d failed (seed %d)", r, seed)
+			t.Fatalf("round %d (%s) failed (seed %d)", r, mode, seed)
 		}
 	}
 	t.Logf("%d rounds, %d runs, %d kill -9 (%d while a script ran), %d tasks per round: no violation",
@@ -74,8 +110,18 @@ func TestTorture(t *testing.T) {
 
 type stats struct{ kills, runs, killedInTask int }
 
+// setup is one round's: the solar binary, the base, the round's directory,
+// the store (a PostgreSQL URL; "" is a bbolt file in dir) and the nodes
+// the tasks run on (none: this machine).
+type setup struct {
+	bin, base, dir string
+	db             string
+	nodes          []*sshdtest.Server
+}
+
 // round runs one plan to the end through random kills.
-func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
+func round(t *testing.T, rng *rand.Rand, s setup) stats {
+	bin, base, dir := s.bin, s.base, s.dir
 	work := filepath.Join(dir, "work")
 	tmp := filepath.Join(dir, "tmp")
 	for _, d := range []string{work, tmp} {
@@ -83,7 +129,18 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "SOLAR_DB="+filepath.Join(dir, "solar.db"), "TMPDIR="+tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s")
+	if s.nodes != nil {
+		// The nodes' login user writes the log and the lock files.
+		sshdtest.Reachable(t, dir)
+		if err := os.Chmod(work, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := s.db
+	if db == "" {
+		db = filepath.Join(dir, "solar.db")
+	}
+	env := append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s")
 	solar := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
@@ -100,12 +157,31 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 		}
 		return out
 	}
+	nodeBase, err := filepath.Abs("../../testdata/resources/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, srv := range s.nodes {
+		name := "n" + strconv.Itoa(i)
+		must("resource", "create", name, nodeBase, "transport=ssh", "ip="+srv.IP, "ssh_port="+strconv.Itoa(srv.Port),
+			"ssh_user="+srv.User, "ssh_key="+srv.ClientKey)
+		must("node", "trust", name, "--fingerprint", srv.Fingerprint())
+	}
 	var rules []string
 	for l := range layers {
 		for i := range perLayer {
 			name := fmt.Sprintf("l%di%d", l, i)
-			must("resource", "create", name, base, "dir="+work, "secret=torture-secret-"+name,
-				"ms="+strconv.Itoa(rng.IntN(150)))
+			// One task in four is long and ignores SIGTERM.
+			ms, trap := rng.IntN(150), 0
+			if rng.IntN(4) == 0 {
+				ms, trap = 800+rng.IntN(1200), 1
+			}
+			args := []string{"resource", "create", name, base, "dir=" + work, "secret=torture-secret-" + name,
+				"ms=" + strconv.Itoa(ms), "trap=" + strconv.Itoa(trap)}
+			if len(s.nodes) > 0 {
+				args = append(args, "location=n"+strconv.Itoa(rng.IntN(len(s.nodes))))
+			}
+			must(args...)
 			if l > 0 {
 				rules = append(rules, fmt.Sprintf("after l%di%d.run %s.run", l-1, rng.IntN(perLayer), name))
 				rules = append(rules, fmt.Sprintf("after l%di%d.run %s.run", l-1, rng.IntN(perLayer), name))
@@ -134,15 +210,15 @@ func round(t *testing.T, rng *rand.Rand, bin, base, dir string) stats {
 		st.runs++
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		// Kill at a random moment in the first second or so; let about one
-		// run in four finish.
+		// Kill at a random moment in the first two seconds or so; let about
+		// one run in four finish.
 		var err error
 		if rng.IntN(4) == 0 {
 			err = <-done
 		} else {
 			select {
 			case err = <-done:
-			case <-time.After(time.Duration(rng.IntN(1200)) * time.Millisecond):
+			case <-time.After(time.Duration(rng.IntN(2000)) * time.Millisecond):
 				if scriptsRunning(work) {
 					st.killedInTask++
 				}
@@ -310,16 +386,18 @@ actions:
 inputs:
   dir: {schema: str!}
   ms: {schema: int, value: 0}
+  trap: {schema: int, value: 0}
   secret: {schema: str!, sensitive: true}
 `,
 		"run.sh": `d=$SOLAR_INPUT_DIR
+[ "$SOLAR_INPUT_TRAP" = 1 ] && trap '' TERM
 exec 9>>"$d/$SOLAR_RESOURCE.lock"
 if ! flock -n 9; then
 	echo "OVERLAP $SOLAR_TASK $$" >>"$d/log"
 	exit 1
 fi
 echo "start $SOLAR_TASK $$" >>"$d/log"
-sleep "$(printf '0.%03d' "$SOLAR_INPUT_MS")" &
+sleep "$((SOLAR_INPUT_MS / 1000)).$(printf '%03d' $((SOLAR_INPUT_MS % 1000)))" &
 wait
 echo "end $SOLAR_TASK $$" >>"$d/log"
 `,
