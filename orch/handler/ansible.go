@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -421,7 +420,7 @@ func sweepControlDirs() error {
 		}
 		pidText, token, ok := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || pidAlive(pid) {
 			continue
 		}
 		// The attempt's note, in the run directory, names the same
@@ -434,9 +433,13 @@ func sweepControlDirs() error {
 	return nil
 }
 
-// processExists reports whether pid names a process, a zombie included;
-// one of another user is there too.
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// pidAlive reports whether pid names a live process. A zombie is dead
+// (where pid 1 does not reap orphans, a killed runner stays one); a pid
+// that cannot be read for another reason is taken as alive.
+func pidAlive(pid int) bool {
+	st, err := readStat(pid)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	return st.state != 'Z'
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,5 +442,178 @@ func TestAnsibleStoppedLeavesNothing(t *testing.T) {
 				t.Errorf("%s left in the temp dir after the attempt", left[0].Name())
 			}
 		})
+	}
+}
+
+// ansibleRunnerEnv, set in a test binary's environment, makes it a runner
+// of one Ansible attempt (a helperAttempt, as JSON) instead of a test, for
+// a test to kill with SIGKILL.
+const ansibleRunnerEnv = "SOLAR_TEST_ANSIBLE_RUNNER"
+
+// helperAttempt is the attempt a helper runner runs.
+type helperAttempt struct {
+	Parent  string         // Ansible.TempDir
+	BaseDir string         // the playbook is BaseDir/site.yaml
+	Inputs  map[string]any // its inputs
+	Target  *AnsibleTarget // nil: this machine
+}
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(ansibleRunnerEnv); raw != "" {
+		os.Exit(runAnsibleHelper(raw))
+	}
+	os.Exit(m.Run())
+}
+
+// runAnsibleHelper runs the attempt; it is meant to be killed first.
+func runAnsibleHelper(raw string) int {
+	var a helperAttempt
+	if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h := &Ansible{TempDir: a.Parent}
+	req := Request{Resource: "res", Action: "run", Task: "res.run#0", BaseDir: a.BaseDir, Script: "site.yaml", Inputs: a.Inputs}
+	if a.Target != nil {
+		req.Location = a.Target.Name
+		h.Target = func(string) (AnsibleTarget, error) { return *a.Target, nil }
+	}
+	_, err := h.Run(context.Background(), req)
+	fmt.Fprintf(os.Stderr, "the attempt ended before it was killed: %v\n", err)
+	return 1
+}
+
+// After its runner was killed with SIGKILL, an Ansible attempt's files and
+// processes are found by the next runner's SweepTemp: its private
+// directory with Ansible's temp dirs (modules and their payloads, in plain
+// text), its SSH control directory "solar-cp-<runner pid>-<token>" (the
+// name the runner's watchdog relies on too), and what still runs of it.
+func TestAnsibleDeadRunnerSwept(t *testing.T) {
+	needAnsible(t)
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	for _, remote := range []bool{false, true} {
+		t.Run(map[bool]string{false: "local", true: "ssh"}[remote], func(t *testing.T) {
+			home, tmp, parent := t.TempDir(), t.TempDir(), t.TempDir()
+			a := helperAttempt{Parent: parent, BaseDir: ansibleBase(t, stuckPlaybook).BaseDir}
+			marker := filepath.Join(t.TempDir(), "pid")
+			if remote {
+				marker = filepath.Join(srv.Home, "pid-"+newToken())
+				t.Cleanup(func() { _ = os.Remove(marker) })
+				target := sshTarget(srv)
+				a.Target = &target
+			}
+			a.Inputs = map[string]any{"marker": marker}
+			raw, err := json.Marshal(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runner := exec.Command(os.Args[0], "-test.run=^$")
+			runner.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+tmp, ansibleRunnerEnv+"="+string(raw))
+			var stderr bytes.Buffer
+			runner.Stderr = &stderr
+			if err := runner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = runner.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = runner.Process.Kill(); <-exited })
+			if raw, err := os.ReadFile(marker); err == nil {
+				t.Fatalf("stale marker %s: %s", marker, raw)
+			}
+			select {
+			case <-exited:
+				t.Fatalf("the runner ended early: %s", stderr.String())
+			default:
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, marker, exited)))
+			if remote {
+				if dirs := controlDirs(runner.Process.Pid); len(dirs) != 1 {
+					t.Errorf("SSH control dirs of the runner while its playbook runs: %v, want one", dirs)
+				}
+			}
+			if err := runner.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-exited
+			if before := moduleLeftovers(parent); !remote && len(before) == 0 {
+				t.Errorf("no module files in the attempt's private dir before the sweep; home: %v, tmp: %v", moduleLeftovers(home), moduleLeftovers(tmp))
+			}
+
+			swept, err := SweepTemp(parent)
+			if err != nil {
+				t.Fatalf("SweepTemp: %v", err)
+			}
+			if len(swept) != 1 || swept[0].Task != "res.run#0" || swept[0].Killed == 0 {
+				t.Errorf("swept %+v, want what was left of res.run#0", swept)
+			}
+			if pid > 0 && aliveAfterKill(t, pid) {
+				t.Errorf("the playbook's command (pid %d) outlived the sweep", pid)
+			}
+			if left := moduleLeftovers(home, tmp, parent); len(left) > 0 {
+				t.Errorf("left after the sweep: %v", left)
+			}
+			if left := controlDirs(runner.Process.Pid); len(left) > 0 {
+				t.Errorf("SSH control dirs left after the sweep: %v", left)
+			}
+			if left, _ := os.ReadDir(parent); len(left) > 0 {
+				t.Errorf("%s left in the temp dir after the sweep", left[0].Name())
+			}
+		})
+	}
+}
+
+// SweepTemp removes the SSH control directories of runners that are gone,
+// whatever dir it is given, killing what still runs with the attempt's
+// token (a control master), and leaves those of live runners alone.
+func TestSweepTempRemovesDeadRunnersControlDirs(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	token := newToken()
+	master := exec.Command("sleep", "60")
+	master.Env = append(os.Environ(), attemptVar+"="+token)
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- master.Wait() }()
+	t.Cleanup(func() { _ = master.Process.Kill() })
+
+	mk := func(pid int, token string) string {
+		dir := filepath.Join(shortTempRoot(), controlDirPrefix+strconv.Itoa(pid)+"-"+token)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		if err := os.WriteFile(filepath.Join(dir, "known_hosts"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	stale := mk(dead.Process.Pid, token)
+	runner := exec.Command("sleep", "60") // a live runner
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Process.Kill(); _ = runner.Wait() })
+	live := mk(runner.Process.Pid, newToken())
+	own := mk(os.Getpid(), newToken())
+
+	if _, err := SweepTemp(t.TempDir()); err != nil {
+		t.Fatalf("SweepTemp: %v", err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("%s, of a dead runner, left after the sweep", stale)
+	}
+	for _, dir := range []string{live, own} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s, of a live runner, swept: %v", dir, err)
+		}
+	}
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		t.Errorf("the process with the dead runner's attempt token outlived the sweep")
 	}
 }

@@ -243,9 +243,6 @@ func SweepTemp(dir string) ([]Swept, error) {
 	if dir == "" {
 		parents = tempParents()
 	}
-	if err := sweepControlDirs(); err != nil {
-		return nil, err
-	}
 	var out []Swept
 	seen := map[string]bool{}
 	for _, parent := range parents {
@@ -279,7 +276,7 @@ func SweepTemp(dir string) ([]Swept, error) {
 			_ = os.RemoveAll(path)
 		}
 	}
-	return out, nil
+	return out, sweepControlDirs()
 }
 
 // survivorWait bounds the wait for a killed group to be gone.
