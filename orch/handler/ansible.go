@@ -352,10 +352,11 @@ func inventoryYAML(t AnsibleTarget, knownHosts string) []byte {
 
 // ansibleEnv is the environment of ansible-playbook: the executor's own
 // (without solar's protocol variables), with the callback enabled, host key
-// checking on, and Ansible's own files in the attempt's directory. On this
-// machine that takes in the modules' files too (Ansible's "remote" temp
-// dir, and TMPDIR, where a module unpacks itself), which a stopped
-// playbook would otherwise leave behind, module arguments in plain text.
+// checking on, and Ansible's own files in the attempt's directory, TMPDIR
+// included. On this machine that takes in the modules' files too
+// (Ansible's "remote" temp dir, and TMPDIR, where a module unpacks
+// itself), which a stopped playbook would otherwise leave behind, module
+// arguments in plain text. A node's modules see its own environment.
 func ansibleEnv(f ansibleFiles, t AnsibleTarget, token string, req Request) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -370,6 +371,7 @@ func ansibleEnv(f ansibleFiles, t AnsibleTarget, token string, req Request) []st
 		"ANSIBLE_RETRY_FILES_ENABLED=False",
 		"ANSIBLE_NOCOLOR=True",
 		"ANSIBLE_LOCAL_TEMP="+f.localTemp,
+		"TMPDIR="+f.sysTemp,
 		"SOLAR_RESULT="+f.result,
 		"SOLAR_RESOURCE="+req.Resource,
 		"SOLAR_ACTION="+req.Action,
@@ -377,7 +379,7 @@ func ansibleEnv(f ansibleFiles, t AnsibleTarget, token string, req Request) []st
 		attemptVar+"="+token,
 	)
 	if t.Local {
-		return append(env, "ANSIBLE_REMOTE_TEMP="+f.remoteTemp, "TMPDIR="+f.sysTemp)
+		return append(env, "ANSIBLE_REMOTE_TEMP="+f.remoteTemp)
 	}
 	// A short control path: Linux limits a socket's path to 108 bytes.
 	return append(env,
