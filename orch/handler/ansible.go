@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // The Ansible handler runs an action's playbook with ansible-playbook on
@@ -187,6 +188,9 @@ func (h *Ansible) resolve(req Request) (prog, path string, target AnsibleTarget,
 		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node %s (%s) is not trusted: solar node trust %s",
 			target.Name, net.JoinHostPort(target.Host, strconv.Itoa(target.Port)), target.Name)}
 	}
+	if !target.Local && strings.ContainsFunc(target.HostKey, unicode.IsControl) {
+		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("the trusted host key of node %s is damaged: solar node trust %s", target.Name, target.Name)}
+	}
 	if !target.Local && !plainHostName(target.Name) {
 		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node name %q cannot name an Ansible host: rename the node to letters, digits and _ . -", target.Name)}
 	}
@@ -230,6 +234,10 @@ type ansibleFiles struct {
 	localTemp, remoteTemp, sysTemp, controlDir string
 }
 
+// hostKeyAlias is the name under which the known_hosts file of an
+// attempt holds its node's trusted key.
+const hostKeyAlias = "solar-trusted-node"
+
 // controlDirPrefix starts the name of an attempt's SSH control directory
 // in shortTempRoot(): "solar-cp-<executor pid>-<attempt token>". The pid
 // lets the executor's next run (SweepTemp) and its watchdog find the
@@ -265,11 +273,10 @@ func newAnsibleFiles(parent string, t AnsibleTarget, vars []byte, token string) 
 			return f, err
 		}
 		knownHosts = filepath.Join(f.controlDir, "known_hosts")
-		pattern := t.Host
-		if t.Port != 22 {
-			pattern = "[" + t.Host + "]:" + strconv.Itoa(t.Port)
-		}
-		if err := writeNew(knownHosts, []byte(pattern+" "+t.HostKey+"\n")); err != nil {
+		// The node's address is not in the file: ssh looks the key up
+		// under a fixed alias (HostKeyAlias), so that no address, whatever
+		// it holds (a line break and a second entry), can add to it.
+		if err := writeNew(knownHosts, []byte(hostKeyAlias+" "+t.HostKey+"\n")); err != nil {
 			return f, fmt.Errorf("cannot write known_hosts: %w", err)
 		}
 	}
@@ -345,7 +352,7 @@ func inventoryYAML(t AnsibleTarget, knownHosts string) []byte {
 	// never a prompt.
 	keyType, _, _ := strings.Cut(t.HostKey, " ")
 	b = append(b, `, "ansible_ssh_common_args": `...)
-	b = appendYAMLString(b, "-o UserKnownHostsFile="+knownHosts+" -o StrictHostKeyChecking=yes -o HostKeyAlgorithms="+keyType+" -o BatchMode=yes", true)
+	b = appendYAMLString(b, "-o UserKnownHostsFile="+knownHosts+" -o HostKeyAlias="+hostKeyAlias+" -o StrictHostKeyChecking=yes -o HostKeyAlgorithms="+keyType+" -o BatchMode=yes", true)
 	b = append(b, `, "ansible_python_interpreter": "auto_silent"}}}}`+"\n"...)
 	return b
 }

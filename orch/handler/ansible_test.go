@@ -617,3 +617,40 @@ func TestSweepTempRemovesDeadRunnersControlDirs(t *testing.T) {
 		t.Errorf("the process with the dead runner's attempt token outlived the sweep")
 	}
 }
+
+// The known_hosts file of an attempt holds the trusted key under a fixed
+// alias and nothing of the node's address, so no address, whatever it
+// holds, adds an entry; a trusted key with a line break in it is refused.
+func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFmPqW6vJ3Q1wQ3b6h5kq7nV2m0b4Jm5r9cV3cD0e1fA"
+	target := AnsibleTarget{Name: "n1", Host: "127.0.0.2\n* " + key, Port: 2222, User: "u", HostKey: key}
+	f, err := newAnsibleFiles(t.TempDir(), target, []byte("{}\n"), newToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := filepath.Join(f.controlDir, "known_hosts")
+	got := readFile(t, known)
+	f.remove()
+	if want := hostKeyAlias + " " + key + "\n"; got != want {
+		t.Errorf("known_hosts = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(f.controlDir); err == nil {
+		t.Errorf("%s left after the attempt's files were removed", f.controlDir)
+	}
+
+	target = sshTargetWithKey(key + "\n* " + key)
+	req := ansibleBase(t, "- hosts: all\n  tasks: []\n")
+	req.Location = "n1"
+	h := &Ansible{TempDir: t.TempDir(), Target: func(string) (AnsibleTarget, error) { return target, nil }}
+	needAnsible(t)
+	_, err = h.Run(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "the trusted host key of node n1 is damaged: solar node trust n1") {
+		t.Errorf("Run with a damaged trusted key: %v, want it refused", err)
+	}
+}
+
+// sshTargetWithKey is a node at an address nothing listens on, trusted
+// with key.
+func sshTargetWithKey(key string) AnsibleTarget {
+	return AnsibleTarget{Name: "n1", Host: "127.0.0.2", Port: 1, HostKey: key}
+}
