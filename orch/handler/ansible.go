@@ -226,8 +226,8 @@ func readAnsibleResult(path string) (ansibleResult, error) {
 
 // ansibleFiles are the files of one attempt. Those in its directory in
 // the run directory (attemptFiles.attemptDir) go with the run directory
-// of a dead executor; the SSH control directory, which must have a short
-// path, is controlDirPrefix's.
+// of a dead executor; its SSH control directory, which must have a short
+// path, is elsewhere (controlDirPrefix).
 type ansibleFiles struct {
 	attempt                                    attemptFiles
 	inventory, vars, plugins, result           string

@@ -217,8 +217,9 @@ func scriptArgv(baseDir, script string) []string {
 }
 
 // localTempDir makes a new 0700 directory in parent, or with no parent
-// in the first of tempParents where it can: a run's (runDirUnder). Its name says which executor made it, so that one
-// that died is cleaned up after by the next (SweepTemp).
+// in the first of tempParents where it can: a run's (runDirUnder). Its
+// name says which executor made it, so that one that died is cleaned up
+// after by the next (SweepTemp).
 func localTempDir(parent string) (string, error) {
 	pattern := tempPrefix + selfTag() + "-"
 	return inFirstParent(parent, func(p string) (string, error) { return os.MkdirTemp(p, pattern) })
