@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // The Ansible handler runs an action's playbook with ansible-playbook on
@@ -83,51 +84,25 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx.Err() != nil {
 		return Result{}, canceled(ctx)
 	}
-	prog := h.Program
-	if prog == "" {
-		prog = AnsibleProgram
-	}
-	path, err := exec.LookPath(prog)
+	prog, path, target, err := h.resolve(req)
 	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1,
-			Msg: fmt.Sprintf("%s is not installed on this machine, which runs the playbooks of handler ansible: %s", prog, ansibleInstallHint)}
-	}
-	target := AnsibleTarget{Name: "localhost", Local: true}
-	if req.Location != "" && h.Target != nil {
-		if target, err = h.Target(req.Location); err != nil {
-			return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
-		}
-	}
-	if !target.Local && target.HostKey == "" {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node %s (%s) is not trusted: solar node trust %s",
-			target.Name, net.JoinHostPort(target.Host, strconv.Itoa(target.Port)), target.Name)}
+		return Result{}, err
 	}
 	inputs := req.Inputs
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	vars, err := appendJSON(nil, inputs)
+	vars, err := unsafeVarsYAML(inputs)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: inputs cannot be written as JSON: %v", ErrBadRequest, err)
+		return Result{}, fmt.Errorf("%w: inputs cannot be written as YAML: %v", ErrBadRequest, err)
 	}
 
-	dir, err := localTempDir(h.TempDir)
-	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot make a private temp dir: " + err.Error()}
-	}
-	defer os.RemoveAll(dir)
-	// SSH control sockets need a short path (Linux: 108 bytes), which the
-	// private directory under $TMPDIR may not give.
-	cpDir, err := os.MkdirTemp(shortTempRoot(), "scp")
-	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot make a directory for SSH control sockets: " + err.Error()}
-	}
-	defer os.RemoveAll(cpDir)
-	files, err := writeAnsibleFiles(dir, target, vars)
+	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
+	files, err := newAnsibleFiles(h.TempDir, target, vars, g.Token)
 	if err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
 	}
-	files.controlDir = cpDir
+	defer files.remove()
 
 	attempt, cancel := attemptContext(ctx, req)
 	defer cancel()
@@ -137,11 +112,9 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 		args = append(args, "--check")
 	}
 	args = append(args, req.Script)
-	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	var stdout, stderr tail
 	log := newLineLog(liveOutput(req))
-	notePath := filepath.Join(dir, groupFile)
-	if err := writeNote(notePath, req.Task, g); err != nil {
+	if err := files.attempt.note(req.Task, g); err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot record the attempt: " + err.Error()}
 	}
 	if err := PassGate(req.Gate); err != nil {
@@ -150,7 +123,7 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	p, err := start(program{
 		argv:   append([]string{path}, args...),
 		dir:    req.BaseDir,
-		env:    ansibleEnv(dir, files, g.Token, req),
+		env:    ansibleEnv(files, target, g.Token, req),
 		stdout: io.MultiWriter(&stdout, log.stream('o')),
 		stderr: io.MultiWriter(&stderr, log.stream('e')),
 	})
@@ -158,37 +131,17 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("cannot start %s: %v", prog, err)}
 	}
 	g.PGID = p.pid
-	_ = writeNote(notePath, req.Task, g)
+	_ = files.attempt.note(req.Task, g)
 	if req.Started != nil {
 		req.Started(g)
 	}
 	ended, waitErr := p.wait(attempt, grace)
 	// What ansible-playbook left running (an SSH control master waiting
-	// out ControlPersist) carries the attempt's token: it goes too.
+	// out ControlPersist) carries the attempt's token: it goes too, before
+	// its socket's directory is removed (files.remove).
 	_, _ = KillGroup(Group{Boot: g.Boot, Token: g.Token}, time.Second)
 
-	var ar ansibleResult
-	resultErr := error(nil)
-	raw, rerr := readRegular(files.result, resultLimit)
-	switch {
-	case rerr == nil:
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&ar); err != nil {
-			resultErr = errors.New("the solar_result callback wrote an unreadable result")
-		}
-		for k, v := range ar.Outputs {
-			cv, err := canonicalNumbers(v)
-			if err != nil {
-				resultErr = fmt.Errorf("set_stats value %q: %w", k, err)
-			}
-			ar.Outputs[k] = cv
-		}
-	case errors.Is(rerr, fs.ErrNotExist):
-		resultErr = errors.New("the run ended without a result (was the solar_result callback disabled?)")
-	default:
-		resultErr = fmt.Errorf("cannot read the result: %w", rerr)
-	}
+	ar, resultErr := readAnsibleResult(files.result)
 	m := secrets(req, ar.Outputs)
 	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m), Log: log.lines(m.apply)}
 	exit := ended.Exit
@@ -214,57 +167,125 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// ansibleFiles are the files of one run, in its private directory.
-type ansibleFiles struct {
-	inventory, vars, knownHosts, plugins, result, controlDir string
+// resolve finds the program to run and the node to run the playbook on.
+func (h *Ansible) resolve(req Request) (prog, path string, target AnsibleTarget, err error) {
+	prog = h.Program
+	if prog == "" {
+		prog = AnsibleProgram
+	}
+	path, err = exec.LookPath(prog)
+	if err != nil {
+		return prog, "", target, &Error{Kind: ErrFailed, ExitCode: -1,
+			Msg: fmt.Sprintf("%s is not installed on this machine, which runs the playbooks of handler ansible: %s", prog, ansibleInstallHint)}
+	}
+	target = AnsibleTarget{Name: "localhost", Local: true}
+	if req.Location != "" && h.Target != nil {
+		if target, err = h.Target(req.Location); err != nil {
+			return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
+		}
+	}
+	if !target.Local && target.HostKey == "" {
+		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node %s (%s) is not trusted: solar node trust %s",
+			target.Name, net.JoinHostPort(target.Host, strconv.Itoa(target.Port)), target.Name)}
+	}
+	if !target.Local && strings.ContainsFunc(target.HostKey, unicode.IsControl) {
+		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("the trusted host key of node %s is damaged: solar node trust %s", target.Name, target.Name)}
+	}
+	if !target.Local && !plainHostName(target.Name) {
+		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node name %q cannot name an Ansible host: rename the node to letters, digits and _ . -", target.Name)}
+	}
+	return prog, path, target, nil
 }
 
-// writeAnsibleFiles writes the inventory (one host), the extra vars
-// (0600: inputs may be secret) and the known_hosts file of a run.
-func writeAnsibleFiles(dir string, t AnsibleTarget, vars []byte) (ansibleFiles, error) {
-	f := ansibleFiles{
-		inventory:  filepath.Join(dir, "inventory.yml"),
-		vars:       filepath.Join(dir, "vars.json"),
-		knownHosts: filepath.Join(dir, "known_hosts"),
-		plugins:    filepath.Join(dir, "plugins"),
-		result:     filepath.Join(dir, "result.json"),
+// readAnsibleResult reads what the solar_result callback wrote; the error
+// says why there is no usable result.
+func readAnsibleResult(path string) (ansibleResult, error) {
+	var ar ansibleResult
+	raw, err := readRegular(path, resultLimit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ar, errors.New("the run ended without a result (was the solar_result callback disabled?)")
+	case err != nil:
+		return ar, fmt.Errorf("cannot read the result: %w", err)
 	}
-	host := map[string]any{}
-	if t.Local {
-		host["ansible_connection"] = "local"
-		host["ansible_python_interpreter"] = "{{ ansible_playbook_python }}"
-	} else {
-		keyType, _, _ := strings.Cut(t.HostKey, " ")
-		pattern := t.Host
-		if t.Port != 22 {
-			pattern = "[" + t.Host + "]:" + strconv.Itoa(t.Port)
-		}
-		if err := writeNew(f.knownHosts, []byte(pattern+" "+t.HostKey+"\n")); err != nil {
-			return f, fmt.Errorf("cannot write known_hosts: %w", err)
-		}
-		host["ansible_host"] = t.Host
-		host["ansible_port"] = t.Port
-		if t.User != "" {
-			host["ansible_user"] = t.User
-		}
-		if t.KeyPath != "" {
-			host["ansible_ssh_private_key_file"] = t.KeyPath
-		}
-		// Strict: the key trusted with solar node trust, its type pinned,
-		// never a prompt.
-		host["ansible_ssh_common_args"] = "-o UserKnownHostsFile=" + f.knownHosts + " -o StrictHostKeyChecking=yes -o HostKeyAlgorithms=" + keyType + " -o BatchMode=yes"
-		host["ansible_python_interpreter"] = "auto_silent"
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var resultErr error
+	if err := dec.Decode(&ar); err != nil {
+		resultErr = errors.New("the solar_result callback wrote an unreadable result")
 	}
-	inv, err := json.Marshal(map[string]any{"all": map[string]any{"hosts": map[string]any{t.Name: host}}})
-	if err != nil {
+	for k, v := range ar.Outputs {
+		cv, err := canonicalNumbers(v)
+		if err != nil {
+			resultErr = fmt.Errorf("set_stats value %q: %w", k, err)
+		}
+		ar.Outputs[k] = cv
+	}
+	return ar, resultErr
+}
+
+// ansibleFiles are the files of one attempt. Those in its directory in
+// the run directory (attemptFiles.attemptDir) go with the run directory
+// of a dead executor; its SSH control directory, which must have a short
+// path, is elsewhere (controlDirPrefix).
+type ansibleFiles struct {
+	attempt                                    attemptFiles
+	inventory, vars, plugins, result           string
+	localTemp, remoteTemp, sysTemp, controlDir string
+}
+
+// hostKeyAlias is the name under which the known_hosts file of an
+// attempt holds its node's trusted key.
+const hostKeyAlias = "solar-trusted-node"
+
+// controlDirPrefix starts the name of an attempt's SSH control directory
+// in shortTempRoot(): "solar-cp-<executor pid>-<attempt token>". The pid
+// lets the executor's next run (SweepTemp) and its watchdog find the
+// directories of an executor that died; the name is a contract with the
+// watchdog, which removes "solar-cp-<its runner's pid>-*".
+const controlDirPrefix = "solar-cp-"
+
+// newAnsibleFiles makes the attempt's directory in the run directory
+// under parent and writes there the extra vars (0600: inputs may be
+// secret), the inventory (one host), the callback plugin and, for a
+// node, the known_hosts file, which goes in the attempt's SSH control
+// directory made here too: its path is then solar's own text throughout.
+func newAnsibleFiles(parent string, t AnsibleTarget, vars []byte, token string) (f ansibleFiles, err error) {
+	if f.attempt, err = newAttemptDir(parent); err != nil {
 		return f, err
 	}
-	for _, d := range []string{f.plugins, filepath.Join(dir, "tmp")} {
-		if err := os.Mkdir(d, 0o700); err != nil {
+	dir := f.attempt.attemptDir()
+	f.inventory = filepath.Join(dir, "inventory.yml")
+	f.vars = filepath.Join(dir, "vars.yml")
+	f.plugins = filepath.Join(dir, "plugins")
+	f.result = filepath.Join(dir, "result.json")
+	f.localTemp = filepath.Join(dir, "tmp")
+	f.remoteTemp = filepath.Join(dir, "remote-tmp")
+	f.sysTemp = filepath.Join(dir, "sys-tmp")
+	defer func() {
+		if err != nil {
+			f.remove()
+		}
+	}()
+	knownHosts := ""
+	if !t.Local {
+		if f.controlDir, err = makeControlDir(token); err != nil {
 			return f, err
 		}
+		knownHosts = filepath.Join(f.controlDir, "known_hosts")
+		// The node's address is not in the file: ssh looks the key up
+		// under a fixed alias (HostKeyAlias), so that no address, whatever
+		// it holds (a line break and a second entry), can add to it.
+		if err := writeNew(knownHosts, []byte(hostKeyAlias+" "+t.HostKey+"\n")); err != nil {
+			return f, fmt.Errorf("cannot write known_hosts: %w", err)
+		}
 	}
-	for name, data := range map[string][]byte{f.inventory: inv, f.vars: vars, filepath.Join(f.plugins, "solar_result.py"): solarResultPlugin} {
+	for _, d := range []string{f.plugins, f.localTemp, f.remoteTemp, f.sysTemp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return f, fmt.Errorf("cannot make a private temp dir: %w", err)
+		}
+	}
+	for name, data := range map[string][]byte{f.inventory: inventoryYAML(t, knownHosts), f.vars: vars, filepath.Join(f.plugins, "solar_result.py"): solarResultPlugin} {
 		if err := writeNew(name, data); err != nil {
 			return f, fmt.Errorf("cannot write %s: %w", filepath.Base(name), err)
 		}
@@ -272,31 +293,105 @@ func writeAnsibleFiles(dir string, t AnsibleTarget, vars []byte) (ansibleFiles, 
 	return f, nil
 }
 
+// remove removes the attempt's files and its note, once nothing of the
+// attempt runs any more.
+func (f ansibleFiles) remove() {
+	if f.controlDir != "" {
+		_ = os.RemoveAll(f.controlDir)
+	}
+	f.attempt.removeAttemptDir()
+}
+
+// makeControlDir makes the attempt's SSH control directory. It is made
+// afresh, never reused: a directory of that name someone else made in
+// the shared /tmp is refused.
+func makeControlDir(token string) (string, error) {
+	dir := filepath.Join(shortTempRoot(), controlDirPrefix+strconv.Itoa(os.Getpid())+"-"+token)
+	// Its path goes into ssh options, which ssh splits at blanks and in
+	// which it expands %: only plain paths will do.
+	if strings.Trim(dir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") != "" {
+		return "", fmt.Errorf("cannot make a directory for SSH control sockets in %s: its path holds characters ssh options cannot carry; set TMPDIR to a plain path", filepath.Dir(dir))
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot make a directory for SSH control sockets: %w", err)
+	}
+	return dir, nil
+}
+
+// plainHostName reports whether name can name a host in an inventory as
+// it is: Ansible reads brackets as host ranges and a colon as a port.
+func plainHostName(name string) bool {
+	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == ""
+}
+
+// inventoryYAML is the inventory of the attempt's one host. The node's
+// inputs (address, user, key) are tagged !unsafe, as is solar's own ssh
+// option text: none of it is a template. The port is a number, which
+// Ansible never templates. The local interpreter is solar's own template
+// and stays one.
+func inventoryYAML(t AnsibleTarget, knownHosts string) []byte {
+	b := []byte(`{"all": {"hosts": {`)
+	b = appendYAMLString(b, t.Name, false)
+	if t.Local {
+		b = append(b, `: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}`+"\n"...)
+		return b
+	}
+	b = append(b, `: {"ansible_host": `...)
+	b = appendYAMLString(b, t.Host, true)
+	b = append(b, `, "ansible_port": `...)
+	b = strconv.AppendInt(b, int64(t.Port), 10)
+	if t.User != "" {
+		b = append(b, `, "ansible_user": `...)
+		b = appendYAMLString(b, t.User, true)
+	}
+	if t.KeyPath != "" {
+		b = append(b, `, "ansible_ssh_private_key_file": `...)
+		b = appendYAMLString(b, t.KeyPath, true)
+	}
+	// Strict: the key trusted with solar node trust, its type pinned,
+	// never a prompt.
+	keyType, _, _ := strings.Cut(t.HostKey, " ")
+	b = append(b, `, "ansible_ssh_common_args": `...)
+	b = appendYAMLString(b, "-o UserKnownHostsFile="+knownHosts+" -o HostKeyAlias="+hostKeyAlias+" -o StrictHostKeyChecking=yes -o HostKeyAlgorithms="+keyType+" -o BatchMode=yes", true)
+	b = append(b, `, "ansible_python_interpreter": "auto_silent"}}}}`+"\n"...)
+	return b
+}
+
 // ansibleEnv is the environment of ansible-playbook: the executor's own
 // (without solar's protocol variables), with the callback enabled, host key
-// checking on, and Ansible's own files in the run's private directory.
-func ansibleEnv(dir string, f ansibleFiles, token string, req Request) []string {
+// checking on, and Ansible's own files in the attempt's directory, TMPDIR
+// included. On this machine that takes in the modules' files too
+// (Ansible's "remote" temp dir, and TMPDIR, where a module unpacks
+// itself), which a stopped playbook would otherwise leave behind, module
+// arguments in plain text. A node's modules see its own environment.
+func ansibleEnv(f ansibleFiles, t AnsibleTarget, token string, req Request) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if inheritable(kv) {
 			env = append(env, kv)
 		}
 	}
-	return append(env,
+	env = append(env,
 		"ANSIBLE_CALLBACK_PLUGINS="+f.plugins,
 		"ANSIBLE_CALLBACKS_ENABLED=solar_result",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_RETRY_FILES_ENABLED=False",
 		"ANSIBLE_NOCOLOR=True",
-		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
-		// A short control path: Linux limits a socket's path to 108 bytes.
-		"ANSIBLE_SSH_CONTROL_PATH_DIR="+f.controlDir,
-		"ANSIBLE_SSH_CONTROL_PATH=%(directory)s/%%C",
+		"ANSIBLE_LOCAL_TEMP="+f.localTemp,
+		"TMPDIR="+f.sysTemp,
 		"SOLAR_RESULT="+f.result,
 		"SOLAR_RESOURCE="+req.Resource,
 		"SOLAR_ACTION="+req.Action,
 		"SOLAR_TASK="+req.Task,
 		attemptVar+"="+token,
+	)
+	if t.Local {
+		return append(env, "ANSIBLE_REMOTE_TEMP="+f.remoteTemp)
+	}
+	// A short control path: Linux limits a socket's path to 108 bytes.
+	return append(env,
+		"ANSIBLE_SSH_CONTROL_PATH_DIR="+f.controlDir,
+		"ANSIBLE_SSH_CONTROL_PATH=%(directory)s/%%C",
 	)
 }
 
@@ -312,4 +407,48 @@ func shortTempRoot() string {
 // oneLineText joins a multi-line Ansible message for an error.
 func oneLineText(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// sweepControlDirs removes the SSH control directories that executors no
+// longer running left in shortTempRoot() (kill -9 gives no chance to),
+// after killing what still runs with the attempt's token: a control
+// master waiting out ControlPersist. A master that will not die is an
+// error (ErrSurvivor), and its directory stays. The name gives only the executor's
+// pid, so a directory whose pid was taken again stays until that process
+// is gone too: only what is surely stale is removed.
+func sweepControlDirs() error {
+	root := shortTempRoot()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), controlDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, token, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || pidAlive(pid) {
+			continue
+		}
+		// The attempt's note, in the run directory, names the same
+		// processes: they are most often gone by now.
+		if _, err := KillGroup(Group{Boot: bootID(), Token: token}, survivorWait); err != nil {
+			return fmt.Errorf("the SSH control master in %s: %w", filepath.Join(root, e.Name()), err)
+		}
+		_ = os.RemoveAll(filepath.Join(root, e.Name()))
+	}
+	return nil
+}
+
+// pidAlive reports whether pid names a live process. A zombie is dead
+// (where pid 1 does not reap orphans, a killed runner stays one); a pid
+// that cannot be read for another reason is taken as alive.
+func pidAlive(pid int) bool {
+	st, err := readStat(pid)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	return st.state != 'Z'
 }

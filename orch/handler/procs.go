@@ -212,11 +212,10 @@ func tempParents() []string {
 	return out
 }
 
-// groupFile, in the private directory of an Ansible attempt, records the
-// attempt's process group as soon as it runs (a shell attempt's note is a
-// slot of its run directory's notesFile). A plain write is enough: it must
-// outlive the executor's process, not the machine (no group outlives a
-// reboot), so no fsync is needed and the record costs next to nothing.
+// groupFile, in the private directory of an Ansible attempt of an
+// earlier solar, recorded the attempt's process group; SweepTemp still
+// reads it in what such an executor left. Every attempt now has a slot of
+// its run directory's notesFile.
 const groupFile = "group.json"
 
 // groupNote is the content of groupFile, and of a slot of notesFile.
@@ -236,7 +235,9 @@ type Swept struct {
 // what is left of each of their attempts' process groups, waiting for it
 // to be gone, then removes their private directories, which hold secrets.
 // A group that will not die is an error (ErrSurvivor); its directory
-// stays, so the next sweep tries again.
+// stays, so the next sweep tries again. Whatever dir is, the SSH control
+// directories of Ansible attempts of dead executors go too, with the
+// control masters still running in them (sweepControlDirs).
 func SweepTemp(dir string) ([]Swept, error) {
 	parents := []string{dir}
 	if dir == "" {
@@ -275,7 +276,7 @@ func SweepTemp(dir string) ([]Swept, error) {
 			_ = os.RemoveAll(path)
 		}
 	}
-	return out, nil
+	return out, sweepControlDirs()
 }
 
 // survivorWait bounds the wait for a killed group to be gone.

@@ -90,6 +90,48 @@ func newAttemptFiles(parent string, inputs []byte) (attemptFiles, error) {
 	}
 }
 
+// attemptDir is the directory of an attempt that has one of its own in
+// the run directory (an Ansible attempt's: inventory, vars, Ansible's
+// temp dirs).
+func (a attemptFiles) attemptDir() string { return filepath.Join(a.rd.path, a.seq+"-attempt") }
+
+// newAttemptDir gives an attempt a number, a note slot and a 0700
+// directory of its own in the run directory under parent, so that what
+// removes the run directory of a dead executor (SweepTemp) removes the
+// attempt's files too, and what kills the groups its notes name kills
+// the attempt's. The attempt ends with removeAttemptDir.
+func newAttemptDir(parent string) (attemptFiles, error) {
+	for tries := 0; ; tries++ {
+		a, err := takeAttemptFiles(parent)
+		if err != nil {
+			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
+		}
+		err = os.Mkdir(a.attemptDir(), 0o700)
+		if err == nil {
+			return a, nil
+		}
+		a.release()
+		switch {
+		case tries < 3 && errors.Is(err, fs.ErrNotExist):
+			forgetRunDir(a.rd) // see newAttemptFiles
+		case tries < 3 && errors.Is(err, fs.ErrExist):
+			// A script made a directory of that name: the next number.
+		default:
+			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
+		}
+	}
+}
+
+// removeAttemptDir ends an attempt made by newAttemptDir, whose group has
+// ended: its note is cleared, its directory removed at once (it holds
+// secrets, and an Ansible attempt lasts far longer than the removal
+// takes), its slot given back.
+func (a attemptFiles) removeAttemptDir() {
+	a.clearNote()
+	_ = os.RemoveAll(a.attemptDir())
+	a.release()
+}
+
 // takeAttemptFiles takes a number and a note slot in the run directory
 // under parent, making the directory if need be.
 func takeAttemptFiles(parent string) (attemptFiles, error) {

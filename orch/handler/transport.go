@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,9 +217,9 @@ func scriptArgv(baseDir, script string) []string {
 }
 
 // localTempDir makes a new 0700 directory in parent, or with no parent
-// in the first of tempParents where it can: a run's (runDirUnder), or an
-// Ansible attempt's. Its name says which executor made it, so that one
-// that died is cleaned up after by the next (SweepTemp).
+// in the first of tempParents where it can: a run's (runDirUnder). Its
+// name says which executor made it, so that one that died is cleaned up
+// after by the next (SweepTemp).
 func localTempDir(parent string) (string, error) {
 	pattern := tempPrefix + selfTag() + "-"
 	return inFirstParent(parent, func(p string) (string, error) { return os.MkdirTemp(p, pattern) })
@@ -245,15 +244,6 @@ func inFirstParent[T any](parent string, try func(string) (T, error)) (T, error)
 		}
 	}
 	return zero, err
-}
-
-// writeNote records an attempt's group in its private directory.
-func writeNote(name, task string, g Group) error {
-	raw, err := json.Marshal(groupNote{Task: task, Group: g})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(name, raw, 0o600)
 }
 
 // createNew creates name exclusively (never writing through a file or link
