@@ -144,6 +144,11 @@ func parse(rawURL string, opts Options) (*Store, error) {
 		}
 		return nil, s.fail("parse URL", fmt.Errorf("%w: %w", kv.ErrBadLocation, err))
 	}
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		// pgx would splice every value into the statement's text, where a
+		// server that logs statements keeps it, secrets included.
+		return nil, s.fail("parse URL", fmt.Errorf("%w: default_query_exec_mode=simple_protocol puts the store's values, secrets among them, into the text of statements, which the server may log: use exec (or leave it out), which sends them as bind parameters", kv.ErrBadLocation))
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
