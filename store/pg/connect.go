@@ -25,22 +25,24 @@ const (
 
 // acquire takes a connection of the pool for op. When the pool must connect
 // and that fails for a reason that passes (see passing), it tries again
-// until Options.ConnectWait has gone by: one client holding the server's
+// until Options.ConnectWait has gone by since the first failure: one client holding the server's
 // last connection slot for a moment must not end a run. The error is an
 // Error of the store.
 func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
-	start := time.Now()
-	deadline := start.Add(s.opts.ConnectWait)
+	var start time.Time // of the first failure: a success costs no clock
 	pause := firstConnectPause
 	for tries := 1; ; tries++ {
 		c, err := s.pool.Acquire(ctx)
 		if err == nil {
 			return c, nil
 		}
-		left := time.Until(deadline)
+		if tries == 1 {
+			start = time.Now()
+		}
+		left := time.Until(start.Add(s.opts.ConnectWait))
 		if !passing(err) || left <= 0 {
 			if tries > 1 {
-				err = &retried{err: err, for_: time.Since(start).Round(100 * time.Millisecond)}
+				err = &retried{err: err, took: time.Since(start).Round(100 * time.Millisecond)}
 			}
 			return nil, s.fail(op, err)
 		}
@@ -53,10 +55,10 @@ func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 // while.
 type retried struct {
 	err  error
-	for_ time.Duration
+	took time.Duration
 }
 
-func (r *retried) Error() string { return fmt.Sprintf("%v (tried for %s)", r.err, r.for_) }
+func (r *retried) Error() string { return fmt.Sprintf("%v (tried for %s)", r.err, r.took) }
 func (r *retried) Unwrap() error { return r.err }
 
 // passing reports whether a failed connection may succeed if tried again:

@@ -173,7 +173,7 @@ func (s *Store) fail(op string, err error) error {
 	if errors.As(err, &ce) {
 		r := reason{ce: ce}
 		if rt := (*retried)(nil); errors.As(err, &rt) {
-			r.tried = rt.for_
+			r.tried = rt.took
 		}
 		op, err = "cannot connect", r
 	}
