@@ -98,9 +98,12 @@ func decode(s string) (string, error) {
 
 // secretParam reports whether a query parameter may carry a secret:
 // password and sslpassword, which pgx and libpq take, and, should a later
-// driver add one, anything named like a secret.
+// driver add one, anything named like a secret. passfile names a file.
 func secretParam(key string) bool {
 	k := strings.ToLower(key)
+	if k == "passfile" {
+		return false
+	}
 	for _, s := range []string{"pass", "secret", "token"} {
 		if strings.Contains(k, s) {
 			return true

@@ -28,6 +28,7 @@ func TestRedact(t *testing.T) {
 		{"postgres://db/solar?pass%77ord=LEAK", "postgres://db/solar?pass%77ord=xxxxx"},
 		{"postgres://db/solar?password=LEAK&password=LEAK2", "postgres://db/solar?password=xxxxx&password=xxxxx"},
 		{"postgres://db/solar?api_token=LEAK", "postgres://db/solar?api_token=xxxxx"},
+		{"postgres://db/solar?passfile=/home/me/.pgpass", "postgres://db/solar?passfile=/home/me/.pgpass"},
 		{"postgres://db/solar?password", "(a postgres URL that does not parse)"},
 		{"postgres://db/solar?password=a=LEAK", "(a postgres URL that does not parse)"},
 		{"/var/lib/solar.db", "/var/lib/solar.db"},
