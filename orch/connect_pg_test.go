@@ -44,12 +44,18 @@ func TestRunWaitsForAConnectionSlot(t *testing.T) {
 	asRole := strings.Replace(db, "user=postgres", "user="+role, 1)
 	u := asRole + "&pool_max_conn_lifetime=200ms"
 
+	writeFile := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	work, base := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(base, "actions"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(base, "meta.yaml"), "handler: shell\nactions:\n  run: actions/run.sh\ninputs:\n  dir: {schema: str!}\n")
-	writeFile(t, filepath.Join(base, "actions", "run.sh"), `#!/bin/sh
+	writeFile(filepath.Join(base, "meta.yaml"), "handler: shell\nactions:\n  run: actions/run.sh\ninputs:\n  dir: {schema: str!}\n")
+	writeFile(filepath.Join(base, "actions", "run.sh"), `#!/bin/sh
 : > "$SOLAR_INPUT_DIR/started"
 sleep 0.2
 echo "$SOLAR_RESOURCE" >> "$SOLAR_INPUT_DIR/runs.log"
@@ -67,7 +73,20 @@ echo "$SOLAR_RESOURCE" >> "$SOLAR_INPUT_DIR/runs.log"
 		_, states, err := r.Run(ctx, nil)
 		done <- result{states, err}
 	}()
-	waitFor(t, filepath.Join(work, "started"), done)
+	// The run is under way once its first task has started.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := os.Stat(filepath.Join(work, "started")); err == nil {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the run ended before its first task started: %v", r.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no task started within 60s")
+		}
+	}
 
 	// The other client: it takes every free slot, at once, for 3s.
 	stop := make(chan struct{})
@@ -122,32 +141,5 @@ echo "$SOLAR_RESOURCE" >> "$SOLAR_INPUT_DIR/runs.log"
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the run did not end within 2 minutes of the slots being given back")
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFor polls until path exists, failing if the run ends first or after
-// 60s.
-func waitFor[T any](t *testing.T, path string, done <-chan T) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the run ended before %s: %+v", path, r)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 60s", path)
-		}
 	}
 }
