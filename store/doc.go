@@ -13,4 +13,8 @@
 //     fails with ErrLocked; it never blocks forever.
 //   - The store carries a schema version; Open refuses one written by a
 //     newer, incompatible solar with ErrSchema.
+//   - A location is a postgres:// or postgresql:// URL or a bbolt path;
+//     one that looks like a URL or a connection string but is neither
+//     (CheckLocation) is refused with ErrBadLocation, and no error or
+//     Redact shows its password.
 package store

@@ -116,18 +116,26 @@ func IsURL(location string) bool {
 	return strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://")
 }
 
-// Redact returns location fit to print: a URL's password is replaced.
+// Redact returns location fit to print: a URL's password is replaced, and
+// of a location CheckLocation refuses only its scheme is left.
 func Redact(location string) string {
-	if !IsURL(location) {
-		return location
+	switch {
+	case IsURL(location):
+		return pg.Redact(location)
+	case CheckLocation(location) != nil:
+		return shown(location)
 	}
-	return pg.Redact(location)
+	return location
 }
 
 // Open opens the store at location: a bbolt file (created if needed, mode
 // 0600), the default, or a PostgreSQL schema for a postgres:// URL
-// (store/pg; Options.Journal and NoSync do not apply there).
+// (store/pg; Options.Journal and NoSync do not apply there). A location
+// CheckLocation refuses is an error wrapping ErrBadLocation.
 func Open(location string, opts Options) (*DB, error) {
+	if err := CheckLocation(location); err != nil {
+		return nil, err
+	}
 	if IsURL(location) {
 		p, err := pg.Open(location, pg.Options{
 			Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
@@ -328,6 +336,9 @@ type Locks interface {
 // file, whose processes share one machine: the runner uses pids and file
 // locks there.
 func OpenLocks(location string) (Locks, error) {
+	if err := CheckLocation(location); err != nil {
+		return nil, err
+	}
 	if !IsURL(location) {
 		return nil, nil
 	}

@@ -121,6 +121,11 @@ func (a *App) OpenAt(p string, readOnly, given bool) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A mistyped URL is refused before it could be taken for a path and
+	// printed whole.
+	if err := store.CheckLocation(p); err != nil {
+		return nil, err
+	}
 	if !readOnly && given && !store.IsURL(p) {
 		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
 			return nil, Usagef("store directory %s does not exist (from --db or $SOLAR_DB); create it or fix the path", filepath.Dir(p))

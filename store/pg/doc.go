@@ -35,5 +35,18 @@
 // # Secrets
 //
 // A URL's password is never shown: Location and every error of this
-// package carry the URL through Redact.
+// package carry the URL through Redact, which hides the password and every
+// parameter named like a secret; a URL too broken to tell where its
+// password ends (a '@' past the user part) is refused and never shown.
+// Values travel as bind parameters, never in a statement's text, so that a
+// server logging statements logs no value unless it logs parameters too
+// (docs/team-store.md, "Secrets and the server's logs");
+// default_query_exec_mode=simple_protocol, which would splice them in, is
+// refused.
+//
+// # Connections
+//
+// A new connection that fails for a reason that passes (no slot free, a
+// server restarting, a refused connection, a timeout) is tried again, for
+// up to Options.ConnectWait (see Store.acquire); a failed login is final.
 package pg

@@ -67,7 +67,19 @@ type Options struct {
 	// LockWait bounds the wait for a lock held by another session inside
 	// a transaction; zero means DefaultLockWait.
 	LockWait time.Duration
+	// ConnectWait bounds how long a new connection is tried again, with a
+	// growing pause, while it fails for a reason that passes (the server
+	// has no connection slot free, refuses or resets the connection, is
+	// starting or stopping, does not answer in time); zero means
+	// DefaultConnectWait, a negative one tries once. A failed login or a
+	// missing database is not tried again.
+	ConnectWait time.Duration
 }
+
+// DefaultConnectWait is how long a connection that fails for a passing
+// reason is tried again: long enough for another client to give back the
+// last connection slot, or for a server to restart.
+const DefaultConnectWait = 30 * time.Second
 
 // Store is a solar store in a PostgreSQL schema. It is safe for concurrent
 // use; each transaction has a connection of its own from a pool.
@@ -116,6 +128,9 @@ func parse(rawURL string, opts Options) (*Store, error) {
 	if opts.LockWait == 0 {
 		opts.LockWait = DefaultLockWait
 	}
+	if opts.ConnectWait == 0 {
+		opts.ConnectWait = DefaultConnectWait
+	}
 	loc, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, &Error{Location: loc.display, Op: "open", Err: err, secrets: loc.secrets}
@@ -128,6 +143,11 @@ func parse(rawURL string, opts Options) (*Store, error) {
 			err = pe.Unwrap()
 		}
 		return nil, s.fail("parse URL", fmt.Errorf("%w: %w", kv.ErrBadLocation, err))
+	}
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		// pgx would splice every value into the statement's text, where a
+		// server that logs statements keeps it, secrets included.
+		return nil, s.fail("parse URL", fmt.Errorf("%w: default_query_exec_mode=simple_protocol puts the store's values, secrets among them, into the text of statements, which the server may log: use exec (or leave it out), which sends them as bind parameters", kv.ErrBadLocation))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
@@ -151,7 +171,11 @@ func parse(rawURL string, opts Options) (*Store, error) {
 func (s *Store) fail(op string, err error) error {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
-		op, err = "cannot connect", reason{ce}
+		r := reason{ce: ce}
+		if rt := (*retried)(nil); errors.As(err, &rt) {
+			r.tried = rt.took
+		}
+		op, err = "cannot connect", r
 	}
 	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55P03" {
 		err = fmt.Errorf("%w: %w", kv.ErrLocked, err)
@@ -161,9 +185,15 @@ func (s *Store) fail(op string, err error) error {
 
 // reason is a ConnectError without pgx's prefix, which repeats the user and
 // database the URL names.
-type reason struct{ ce *pgconn.ConnectError }
+type reason struct {
+	ce    *pgconn.ConnectError
+	tried time.Duration // how long it was tried again, if it was
+}
 
 func (r reason) Error() string {
+	if r.tried > 0 {
+		return fmt.Sprintf("%s (tried for %s)", reason{ce: r.ce}.Error(), r.tried)
+	}
 	err := r.ce.Unwrap()
 	if err == nil {
 		return r.ce.Error()
@@ -221,7 +251,12 @@ func isCode(err error, codes ...string) bool {
 func (s *Store) init(ctx context.Context) error {
 	var layout *int32
 	var version []byte
-	err := s.pool.QueryRow(ctx, s.sql.ready, s.opts.Meta).Scan(&layout, &version)
+	conn, err := s.acquire(ctx, "open")
+	if err != nil {
+		return err
+	}
+	err = conn.QueryRow(ctx, s.sql.ready, s.opts.Meta).Scan(&layout, &version)
+	conn.Release()
 	switch {
 	case isCode(err, "42P01", "3F000"): // undefined table, undefined schema
 	case err != nil:
@@ -282,7 +317,12 @@ func (s *Store) upgrade() error {
 // setup creates the schema and tables, or upgrades them, in one
 // transaction under an advisory lock, so that two first uses do not race.
 func (s *Store) setup(ctx context.Context) error {
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.acquire(ctx, "open")
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return s.fail("open", err)
 	}
@@ -379,9 +419,9 @@ func (s *Store) retry(fn func(kv.Tx) error) error {
 
 func (s *Store) update(fn func(kv.Tx) error) error {
 	ctx := context.Background()
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx, "begin")
 	if err != nil {
-		return s.fail("begin", err)
+		return err
 	}
 	defer conn.Release()
 	t := newTx(s, ctx, conn.Conn(), true)
@@ -405,9 +445,9 @@ func (s *Store) update(fn func(kv.Tx) error) error {
 // (Close waits for it).
 func (s *Store) View(fn func(kv.Tx) error) error {
 	ctx := context.Background()
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx, "begin")
 	if err != nil {
-		return s.fail("begin", err)
+		return err
 	}
 	t := newTx(s, ctx, conn.Conn(), false)
 	defer func() {
@@ -442,7 +482,12 @@ func (s *Store) Info() (Info, error) {
 		in.Keys[b] = 0
 	}
 	ctx := context.Background()
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	conn, err := s.acquire(ctx, "info")
+	if err != nil {
+		return Info{}, err
+	}
+	defer conn.Release()
+	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, "SELECT version FROM "+s.sql.schema+".solar_layout").Scan(&in.LayoutVersion); err != nil {
 			return err
 		}

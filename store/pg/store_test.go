@@ -126,7 +126,9 @@ func TestConnectErrorsAreOneLineAndRedacted(t *testing.T) {
 		{"no database", "postgres://postgres:s3cret@/x_missing?" + strings.SplitN(db, "?", 2)[1], `database "x_missing" does not exist`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := pg.Open(c.url, opts())
+			o := opts()
+			o.ConnectWait = time.Second // no server: tried again, in vain
+			_, err := pg.Open(c.url, o)
 			if err == nil {
 				t.Fatal("opened")
 			}
