@@ -26,21 +26,25 @@ const (
 // acquire takes a connection of the pool for op. When the pool must connect
 // and that fails for a reason that passes (see passing), it tries again
 // until Options.ConnectWait has gone by since the first failure: one client holding the server's
-// last connection slot for a moment must not end a run. The error is an
-// Error of the store.
+// last connection slot for a moment must not end a run. Until the store
+// has connected once, only the server's own "no room" and "starting"
+// answers are tried again: a mistyped host or a server that is down fails
+// a command at once rather than after the wait. The error is an Error of
+// the store.
 func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 	var start time.Time // of the first failure: a success costs no clock
 	pause := firstConnectPause
 	for tries := 1; ; tries++ {
 		c, err := s.pool.Acquire(ctx)
 		if err == nil {
+			s.connected.Store(true)
 			return c, nil
 		}
 		if tries == 1 {
 			start = time.Now()
 		}
 		left := time.Until(start.Add(s.opts.ConnectWait))
-		if !passing(err) || left <= 0 {
+		if !passing(err, s.connected.Load()) || left <= 0 {
 			if tries > 1 {
 				err = &retried{err: err, took: time.Since(start).Round(100 * time.Millisecond)}
 			}
@@ -67,7 +71,10 @@ func (r *retried) Unwrap() error { return r.err }
 // the connection (class 08); or the network refused, reset or timed out the
 // connection, or found no socket (a local server restarting). A server's
 // other answers (a failed login, a missing database or role) are final.
-func passing(err error) bool {
+// Before the first connection (seen false) only the server's answers pass:
+// a network that refuses or loses the first connection is more likely a
+// wrong address than a blip.
+func passing(err error, seen bool) bool {
 	if !errors.As(err, new(*pgconn.ConnectError)) {
 		return false
 	}
@@ -81,6 +88,9 @@ func passing(err error) bool {
 			default:
 				final = true
 			}
+			return
+		}
+		if !seen {
 			return
 		}
 		if ne, ok := e.(net.Error); ok && ne.Timeout() {

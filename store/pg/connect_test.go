@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -169,5 +170,25 @@ func TestConnectGivesUp(t *testing.T) {
 	_, err = pg.Open(strings.Replace(db, "user=postgres", "user=nobody_here", 1), o)
 	if err == nil || !strings.Contains(err.Error(), "does not exist") || strings.Contains(err.Error(), "tried for") || time.Since(start) > 30*time.Second {
 		t.Errorf("Open as a missing role: %v after %s, want a final error at once", err, time.Since(start))
+	}
+}
+
+// TestFirstConnectFailsAtOnce: a store that never connected does not wait
+// out ConnectWait for a network that refuses it (a mistyped port, a server
+// that is down): the command fails with the network's error, not tried
+// again. Once connected, the same refusal is a blip tried again (see
+// TestTransactionWaitsForAConnectionSlot for the server's own refusals).
+func TestFirstConnectFailsAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connections are refused
+	o := opts()
+	o.ConnectWait = 20 * time.Second
+	_, err = pg.Open("postgres://solar@"+addr+"/solar?connect_timeout=5", o)
+	if err == nil || strings.Contains(err.Error(), "tried for") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Open of a port nothing listens on: %v, want the refusal at once", err)
 	}
 }

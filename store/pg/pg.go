@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,6 +92,8 @@ type Store struct {
 	buckets map[string]bool
 	sql     statements
 	locks   *Locks
+	// connected is set once a connection succeeded (see acquire).
+	connected atomic.Bool
 }
 
 // Open opens the store at rawURL (postgres:// or postgresql://, anything
