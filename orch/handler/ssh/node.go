@@ -14,6 +14,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/solarops/solar/internal/fileread"
 	"github.com/solarops/solar/orch/handler"
 )
 
@@ -242,10 +243,22 @@ func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
 	return signers, done, nil
 }
 
-// readKey reads an unencrypted private key file.
+// maxKeyFile bounds a private key file: the largest OpenSSH writes (RSA of
+// 16384 bits) is about 13 KiB.
+const maxKeyFile = 64 << 10
+
+// readKey reads an unencrypted private key file. The path is the
+// operator's to name, so the file is read as any file solar must not trust
+// (fileread): a device such as /dev/zero or a huge file would otherwise be
+// read until memory runs out, and a FIFO would block the run.
 func readKey(path string) (gossh.Signer, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	raw, err := fileread.Read(path, maxKeyFile)
+	switch {
+	case errors.Is(err, fileread.ErrNotRegular):
+		return nil, fmt.Errorf("%v: give the path of a private key file", err)
+	case errors.Is(err, fileread.ErrTooLarge):
+		return nil, fmt.Errorf("%v: a private key is a few KiB; give the path of a private key file", err)
+	case err != nil:
 		return nil, err
 	}
 	s, err := gossh.ParsePrivateKey(raw)
