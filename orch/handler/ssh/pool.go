@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 
 	"github.com/solarops/solar/orch/handler"
 )
@@ -134,6 +136,7 @@ type pool struct {
 
 // conn is one SSH connection and its session slots.
 type conn struct {
+	raw      net.Conn // the TCP connection under client
 	client   *gossh.Client
 	sessions int // open or opening
 	limit    int // lowered when the server refuses a session
@@ -248,7 +251,7 @@ func (p *pool) connect() (*conn, error) {
 		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), handshakeReason(err))
 	}
 	_ = raw.SetDeadline(time.Time{})
-	c := &conn{client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
+	c := &conn{raw: raw, client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
 	go p.keepalive(c)
 	return c, nil
 }
@@ -284,8 +287,12 @@ func cleanNetErr(err error) error {
 	return err
 }
 
-// keepalive checks c every period until it dies; a check with no answer
-// within a period closes it.
+// keepalive checks c every period until it dies. A keepalive request
+// travels behind whatever was written before it, and on a slow line a base
+// upload queues seconds of bytes: an unanswered keepalive alone does not
+// mean a dead connection. c is closed when a keepalive has gone unanswered
+// for a period and nothing at all, not even a TCP acknowledgement of the
+// upload, has arrived from the node for silenceLimit periods.
 func (p *pool) keepalive(c *conn) {
 	every := p.t.cfg.Keepalive
 	ticker := time.NewTicker(every)
@@ -302,25 +309,75 @@ func (p *pool) keepalive(c *conn) {
 			return
 		case <-ticker.C:
 		}
-		answered := make(chan error, 1)
-		go func() {
-			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
-			answered <- err
-		}()
+		if why := c.ping(every, closed); why != nil {
+			p.markDead(c, why)
+			c.client.Close()
+			return
+		}
+	}
+}
+
+// silenceLimit is how many keepalive periods nothing may arrive from a node
+// before an unanswered keepalive ends the connection. One period is too
+// short on a slow line: TCP's loss recovery there can pass a second with
+// nothing received while an upload is moving. With two, a connection cut
+// while idle is still given up one period after the keepalive that found
+// it, as before: the last answer arrived a period before that keepalive
+// was sent.
+const silenceLimit = 2
+
+// ping sends one keepalive on c and waits for its answer while the node is
+// heard from; it returns why c is dead, or nil once the answer came.
+func (c *conn) ping(every time.Duration, closed <-chan struct{}) error {
+	answered := make(chan error, 1)
+	sent := time.Now()
+	go func() {
+		_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+		answered <- err
+	}()
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	for {
 		select {
 		case err := <-answered:
-			if err == nil {
-				continue
+			if err != nil {
+				return fmt.Errorf("keepalive failed: %v", err)
 			}
-			p.markDead(c, fmt.Errorf("keepalive failed: %v", err))
-		case <-time.After(every):
-			p.markDead(c, fmt.Errorf("no answer to a keepalive for %s", every))
+			return nil
 		case <-closed:
-			p.markDead(c, errors.New("the connection was closed"))
+			return errors.New("the connection was closed")
+		case <-timer.C:
 		}
-		c.client.Close()
-		return
+		quiet := c.silence()
+		if quiet >= silenceLimit*every {
+			return fmt.Errorf("no answer to a keepalive for %s and nothing received for %s", time.Since(sent).Round(100*time.Millisecond), quiet.Round(100*time.Millisecond))
+		}
+		timer.Reset(silenceLimit*every - quiet)
 	}
+}
+
+// silence is how long nothing at all has arrived on c from the node: no
+// SSH message, no TCP acknowledgement of what was sent. The kernel keeps
+// the time of both (TCP_INFO, as its own TCP keepalive uses them); when it
+// cannot be asked, silence is unbounded and an unanswered keepalive alone
+// decides.
+func (c *conn) silence() time.Duration {
+	tcp, ok := c.raw.(*net.TCPConn)
+	if !ok {
+		return math.MaxInt64
+	}
+	rc, err := tcp.SyscallConn()
+	if err != nil {
+		return math.MaxInt64
+	}
+	var info *unix.TCPInfo
+	cerr := rc.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	})
+	if cerr != nil || err != nil {
+		return math.MaxInt64
+	}
+	return time.Duration(min(info.Last_ack_recv, info.Last_data_recv)) * time.Millisecond
 }
 
 // markDead takes c out of service; attempts on it fail with why.
