@@ -68,8 +68,20 @@ func TestSlowLinkCutDuringUpload(t *testing.T) {
 		_, err := sh.Run(context.Background(), request(base, "slow"))
 		ended <- err
 	}()
-	// The node is unpacking the payload: the upload is under way.
-	uploading := filepath.Join(srv.Home, ".cache", "solar", "bases", ".upload-*", "payload")
+	// The node is unpacking this base's payload: the upload is under way.
+	// The cut leaves the upload's directory behind.
+	packed, err := packBase(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(srv.Home, ".cache", "solar", "bases", ".upload-"+packed.hash+".*")
+	t.Cleanup(func() {
+		m, _ := filepath.Glob(partial)
+		for _, d := range m {
+			os.RemoveAll(d)
+		}
+	})
+	uploading := filepath.Join(partial, "payload")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m, _ := filepath.Glob(uploading); len(m) > 0 {
