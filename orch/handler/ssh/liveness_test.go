@@ -26,15 +26,17 @@ func TestSlowLinkUpload(t *testing.T) {
 	out := shared(t)
 	base := newBase(t, `wc -c <payload >"$SOLAR_INPUT_OUT/size"`)
 	// Random bytes: nothing on the way can make them smaller. At 256 kbit
-	// they take about 12 s, a dozen keepalive periods.
-	payload := make([]byte, 384<<10)
+	// they take about 17 s, eight keepalive periods, and a keepalive waits
+	// behind 3 to 6 s of them.
+	payload := make([]byte, 512<<10)
 	if _, err := rand.Read(payload); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(base, "payload"), payload, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, sh := newTransport(t, map[string]*Node{"slow": node("slow", srv)}, Config{Keepalive: time.Second, DialTimeout: 10 * time.Second})
+	partialUpload(t, srv, base)
+	_, sh := newTransport(t, map[string]*Node{"slow": node("slow", srv)}, Config{Keepalive: 2 * time.Second, DialTimeout: 10 * time.Second})
 	req := request(base, "slow")
 	req.Inputs = map[string]any{"out": out}
 	start := time.Now()
@@ -42,8 +44,8 @@ func TestSlowLinkUpload(t *testing.T) {
 		t.Fatalf("Run after %v: %v", time.Since(start), err)
 	}
 	t.Logf("the upload and the task took %v", time.Since(start))
-	if got := readFile(t, filepath.Join(out, "size")); got != "393216\n" {
-		t.Errorf("the node's payload has %q bytes, want 393216", got)
+	if got := readFile(t, filepath.Join(out, "size")); got != "524288\n" {
+		t.Errorf("the node's payload has %q bytes, want 524288", got)
 	}
 }
 
@@ -62,26 +64,14 @@ func TestSlowLinkCutDuringUpload(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "payload"), payload, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, sh := newTransport(t, map[string]*Node{"slow": node("slow", srv)}, Config{Keepalive: time.Second, DialTimeout: 10 * time.Second})
+	_, sh := newTransport(t, map[string]*Node{"slow": node("slow", srv)}, Config{Keepalive: 2 * time.Second, DialTimeout: 10 * time.Second})
 	ended := make(chan error, 1)
 	go func() {
 		_, err := sh.Run(context.Background(), request(base, "slow"))
 		ended <- err
 	}()
 	// The node is unpacking this base's payload: the upload is under way.
-	// The cut leaves the upload's directory behind.
-	packed, err := packBase(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	partial := filepath.Join(srv.Home, ".cache", "solar", "bases", ".upload-"+packed.hash+".*")
-	t.Cleanup(func() {
-		m, _ := filepath.Glob(partial)
-		for _, d := range m {
-			os.RemoveAll(d)
-		}
-	})
-	uploading := filepath.Join(partial, "payload")
+	uploading := filepath.Join(partialUpload(t, srv, base), "payload")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m, _ := filepath.Glob(uploading); len(m) > 0 {
@@ -107,4 +97,23 @@ func TestSlowLinkCutDuringUpload(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the cut went unnoticed for a minute")
 	}
+}
+
+// partialUpload is the pattern of the directories an upload of base to srv
+// unpacks into before it is complete. An upload cut short leaves them on
+// the node: they are removed when t ends.
+func partialUpload(t *testing.T, srv *sshdtest.Server, base string) string {
+	t.Helper()
+	packed, err := packBase(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(srv.Home, ".cache", "solar", "bases", ".upload-"+packed.hash+".*")
+	t.Cleanup(func() {
+		m, _ := filepath.Glob(partial)
+		for _, d := range m {
+			os.RemoveAll(d)
+		}
+	})
+	return partial
 }

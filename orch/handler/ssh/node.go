@@ -77,8 +77,9 @@ func (n *Node) Addr() string {
 // Config tunes a Transport. The zero value is ready to use.
 type Config struct {
 	// Keepalive is how often a connection is checked, and how long an
-	// answer may take; 0 is 10s. Remote work with no word from the
-	// controller for three periods is killed.
+	// answer may take while nothing else arrives from the node either; 0
+	// is 10s. Remote work with no word from the controller for three
+	// periods is killed.
 	Keepalive time.Duration
 	// DialTimeout bounds connecting and logging in; 0 is 15s.
 	DialTimeout time.Duration

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"strings"
@@ -292,7 +291,9 @@ func cleanNetErr(err error) error {
 // upload queues seconds of bytes: an unanswered keepalive alone does not
 // mean a dead connection. c is closed when a keepalive has gone unanswered
 // for a period and nothing at all, not even a TCP acknowledgement of the
-// upload, has arrived from the node for silenceLimit periods.
+// upload, has arrived from the node for a period either. A connection cut
+// while idle is given up as soon as before, one period after the first
+// unanswered keepalive: the last answer arrived a period before it.
 func (p *pool) keepalive(c *conn) {
 	every := p.t.cfg.Keepalive
 	ticker := time.NewTicker(every)
@@ -317,15 +318,6 @@ func (p *pool) keepalive(c *conn) {
 	}
 }
 
-// silenceLimit is how many keepalive periods nothing may arrive from a node
-// before an unanswered keepalive ends the connection. One period is too
-// short on a slow line: TCP's loss recovery there can pass a second with
-// nothing received while an upload is moving. With two, a connection cut
-// while idle is still given up one period after the keepalive that found
-// it, as before: the last answer arrived a period before that keepalive
-// was sent.
-const silenceLimit = 2
-
 // ping sends one keepalive on c and waits for its answer while the node is
 // heard from; it returns why c is dead, or nil once the answer came.
 func (c *conn) ping(every time.Duration, closed <-chan struct{}) error {
@@ -348,36 +340,39 @@ func (c *conn) ping(every time.Duration, closed <-chan struct{}) error {
 			return errors.New("the connection was closed")
 		case <-timer.C:
 		}
-		quiet := c.silence()
-		if quiet >= silenceLimit*every {
+		quiet, known := c.silence()
+		if !known {
+			return fmt.Errorf("no answer to a keepalive for %s", time.Since(sent).Round(100*time.Millisecond))
+		}
+		if quiet >= every {
 			return fmt.Errorf("no answer to a keepalive for %s and nothing received for %s", time.Since(sent).Round(100*time.Millisecond), quiet.Round(100*time.Millisecond))
 		}
-		timer.Reset(silenceLimit*every - quiet)
+		timer.Reset(every - quiet)
 	}
 }
 
 // silence is how long nothing at all has arrived on c from the node: no
 // SSH message, no TCP acknowledgement of what was sent. The kernel keeps
-// the time of both (TCP_INFO, as its own TCP keepalive uses them); when it
-// cannot be asked, silence is unbounded and an unanswered keepalive alone
-// decides.
-func (c *conn) silence() time.Duration {
+// the time of both (TCP_INFO; its own TCP keepalive uses them). known is
+// false when it cannot be asked: then an unanswered keepalive alone
+// decides, as it did before.
+func (c *conn) silence() (d time.Duration, known bool) {
 	tcp, ok := c.raw.(*net.TCPConn)
 	if !ok {
-		return math.MaxInt64
+		return 0, false
 	}
 	rc, err := tcp.SyscallConn()
 	if err != nil {
-		return math.MaxInt64
+		return 0, false
 	}
 	var info *unix.TCPInfo
 	cerr := rc.Control(func(fd uintptr) {
 		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 	})
 	if cerr != nil || err != nil {
-		return math.MaxInt64
+		return 0, false
 	}
-	return time.Duration(min(info.Last_ack_recv, info.Last_data_recv)) * time.Millisecond
+	return time.Duration(min(info.Last_ack_recv, info.Last_data_recv)) * time.Millisecond, true
 }
 
 // markDead takes c out of service; attempts on it fail with why.
