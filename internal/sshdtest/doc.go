@@ -9,7 +9,8 @@
 //   - the unprivileged login user "solartest", created once per machine and
 //     shared by every test and every test process;
 //   - network namespaces joined to the host by a veth pair, whose link can
-//     be cut silently to simulate a network partition.
+//     be cut silently to simulate a network partition, or slowed to
+//     simulate a thin line.
 //
 // Everything it starts is stopped, and everything it creates except the
 // user is removed, by t.Cleanup.

@@ -27,8 +27,9 @@ type Link struct {
 
 	hostDev, nodeDev string
 
-	mu  sync.Mutex
-	cut bool
+	mu    sync.Mutex
+	cut   bool
+	shape []string // the root qdisc Shape put on both ends, for Heal
 }
 
 // linkCount numbers this process's links.
@@ -180,8 +181,7 @@ func (l *Link) Cut(t testing.TB) {
 	if l.cut {
 		return
 	}
-	run(t, "tc", "qdisc", "replace", "dev", l.hostDev, "root", "pfifo", "limit", "0")
-	run(t, "ip", "netns", "exec", l.NS, "tc", "qdisc", "replace", "dev", l.nodeDev, "root", "pfifo", "limit", "0")
+	l.qdisc(t, "replace", "pfifo", "limit", "0")
 	l.cut = true
 }
 
@@ -195,9 +195,44 @@ func (l *Link) Heal(t testing.TB) {
 	if !l.cut {
 		return
 	}
-	run(t, "tc", "qdisc", "delete", "dev", l.hostDev, "root")
-	run(t, "ip", "netns", "exec", l.NS, "tc", "qdisc", "delete", "dev", l.nodeDev, "root")
+	if l.shape != nil {
+		l.qdisc(t, "replace", l.shape...)
+	} else {
+		l.qdisc(t, "delete")
+	}
 	l.cut = false
+}
+
+// Shape makes the link slow but lossless, both ways, as a thin line to a
+// remote site: at most rate (in tc's units, e.g. "256kbit"), in bursts of
+// 16 kbit, with up to 400 ms of queue before the line drops a packet (tc's
+// token bucket filter: tbf rate RATE burst 16kbit latency 400ms). TCP
+// carries everything across, slowly. A cut link stays cut until Heal,
+// which restores the shape.
+func (l *Link) Shape(t testing.TB, rate string) {
+	t.Helper()
+	if _, err := exec.LookPath("tc"); err != nil {
+		Require(t, "tc", "apt-get install iproute2")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shape = []string{"tbf", "rate", rate, "burst", "16kbit", "latency", "400ms"}
+	if !l.cut {
+		l.qdisc(t, "replace", l.shape...)
+	}
+}
+
+// qdisc changes the root qdisc of both ends of the pair: tc qdisc VERB dev
+// DEV root ARGS.... The caller holds l.mu.
+func (l *Link) qdisc(t testing.TB, verb string, args ...string) {
+	t.Helper()
+	for _, end := range []struct {
+		cmd []string
+		dev string
+	}{{nil, l.hostDev}, {[]string{"ip", "netns", "exec", l.NS}, l.nodeDev}} {
+		cmd := append(append(end.cmd, "tc", "qdisc", verb, "dev", end.dev, "root"), args...)
+		run(t, cmd[0], cmd[1:]...)
+	}
 }
 
 // run runs a command that changes the machine, failing t with its output

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -388,6 +389,37 @@ func TestPartition(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the connection open across the partition never resumed")
 	}
+}
+
+// TestShape: a shaped link carries traffic through a token bucket filter
+// on both ends, and keeps its shape across Cut and Heal.
+func TestShape(t *testing.T) {
+	t.Parallel()
+	link := NetNS(t, "shape")
+	srv := Start(t, Options{NetNS: link.NS, IP: link.NodeIP})
+	link.Shape(t, "256kbit")
+	shaped := func(when string) {
+		t.Helper()
+		for _, cmd := range [][]string{
+			{"tc", "-s", "qdisc", "show", "dev", link.hostDev},
+			{"ip", "netns", "exec", link.NS, "tc", "-s", "qdisc", "show", "dev", link.nodeDev},
+		} {
+			out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v: %s", strings.Join(cmd, " "), err, out)
+			}
+			// The rate prints as 256Kbit; traffic went through it.
+			if !strings.Contains(string(out), "qdisc tbf") || !strings.Contains(string(out), "rate 256Kbit") || strings.Contains(string(out), "Sent 0 bytes") {
+				t.Errorf("%s, %s:\n%s\nwant a tbf at 256Kbit that carried the traffic", when, strings.Join(cmd, " "), out)
+			}
+		}
+	}
+	whoami(t, dial(t, srv), srv.User)
+	shaped("shaped")
+	link.Cut(t)
+	link.Heal(t)
+	whoami(t, dial(t, srv), srv.User)
+	shaped("after Cut and Heal")
 }
 
 // TestNetNSDistinct: links of one process get their own subnets and names.

@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/solarops/solar/internal/fileread"
 )
 
 // maxBase bounds the size of a base that travels to nodes: bases hold
@@ -103,13 +105,16 @@ func packBase(dir string) (*base, error) {
 					return err
 				}
 			case mode.IsRegular():
-				data, err := os.ReadFile(p)
+				// Bounded by what is left of maxBase, so that a huge file
+				// is refused before it is read into memory.
+				data, err := fileread.Read(p, int64(maxBase-size))
+				if errors.Is(err, fileread.ErrTooLarge) {
+					return fmt.Errorf("base %s is larger than %d MiB: bases hold scripts, not payloads", dir, maxBase>>20)
+				}
 				if err != nil {
 					return fmt.Errorf("base file %s: %w", p, err)
 				}
-				if size += len(data); size > maxBase {
-					return fmt.Errorf("base %s is larger than %d MiB: bases hold scripts, not payloads", dir, maxBase>>20)
-				}
+				size += len(data)
 				fmt.Fprintf(h, "f %s %o %d\x00", r, mode.Perm(), len(data))
 				h.Write(data)
 				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: r, Mode: int64(mode.Perm() | 0o600), Size: int64(len(data))}); err != nil {

@@ -11,9 +11,14 @@
 // connection, so a pool never has more than Config.MaxSessions open on one
 // and dials another when all are busy. Dials are capped across nodes
 // (Config.MaxDials), below OpenSSH's MaxStartups. Every connection sends a
-// keepalive each Config.Keepalive and is closed when one goes unanswered
-// for as long: the attempts on it fail, naming the node, and the next
-// attempt dials again.
+// keepalive each Config.Keepalive. A connection that is moving bytes is
+// alive: on a slow line a keepalive waits behind seconds of a base upload,
+// so the connection is closed only when a keepalive has gone unanswered
+// for a period and nothing at all has arrived from the node for a period
+// either, TCP acknowledgements of the upload included (the kernel's
+// TCP_INFO says when the last one came). Then the attempts on it fail,
+// naming the node, and the next attempt dials again. A cut link is given
+// up as soon as a silent keepalive alone would be.
 //
 // # Host keys
 //

@@ -14,6 +14,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/solarops/solar/internal/fileread"
 	"github.com/solarops/solar/orch/handler"
 )
 
@@ -76,8 +77,9 @@ func (n *Node) Addr() string {
 // Config tunes a Transport. The zero value is ready to use.
 type Config struct {
 	// Keepalive is how often a connection is checked, and how long an
-	// answer may take; 0 is 10s. Remote work with no word from the
-	// controller for three periods is killed.
+	// answer may take while nothing else arrives from the node either; 0
+	// is 10s. Remote work with no word from the controller for three
+	// periods is killed.
 	Keepalive time.Duration
 	// DialTimeout bounds connecting and logging in; 0 is 15s.
 	DialTimeout time.Duration
@@ -242,10 +244,22 @@ func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
 	return signers, done, nil
 }
 
-// readKey reads an unencrypted private key file.
+// maxKeyFile bounds a private key file: the largest OpenSSH writes (RSA of
+// 16384 bits) is about 13 KiB.
+const maxKeyFile = 64 << 10
+
+// readKey reads an unencrypted private key file. The path is the
+// operator's to name, so the file is read as any file solar must not trust
+// (fileread): a device such as /dev/zero or a huge file would otherwise be
+// read until memory runs out, and a FIFO would block the run.
 func readKey(path string) (gossh.Signer, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	raw, err := fileread.Read(path, maxKeyFile)
+	switch {
+	case errors.Is(err, fileread.ErrNotRegular):
+		return nil, fmt.Errorf("%v: give the path of a private key file", err)
+	case errors.Is(err, fileread.ErrTooLarge):
+		return nil, fmt.Errorf("%v: a private key is a few KiB; give the path of a private key file", err)
+	case err != nil:
 		return nil, err
 	}
 	s, err := gossh.ParsePrivateKey(raw)

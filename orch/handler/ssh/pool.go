@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 
 	"github.com/solarops/solar/orch/handler"
 )
@@ -134,6 +135,7 @@ type pool struct {
 
 // conn is one SSH connection and its session slots.
 type conn struct {
+	raw      net.Conn // the TCP connection under client
 	client   *gossh.Client
 	sessions int // open or opening
 	limit    int // lowered when the server refuses a session
@@ -248,7 +250,7 @@ func (p *pool) connect() (*conn, error) {
 		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), handshakeReason(err))
 	}
 	_ = raw.SetDeadline(time.Time{})
-	c := &conn{client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
+	c := &conn{raw: raw, client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
 	go p.keepalive(c)
 	return c, nil
 }
@@ -284,8 +286,14 @@ func cleanNetErr(err error) error {
 	return err
 }
 
-// keepalive checks c every period until it dies; a check with no answer
-// within a period closes it.
+// keepalive checks c every period until it dies. A keepalive request
+// travels behind whatever was written before it, and on a slow line a base
+// upload queues seconds of bytes: an unanswered keepalive alone does not
+// mean a dead connection. c is closed when a keepalive has gone unanswered
+// for a period and nothing at all, not even a TCP acknowledgement of the
+// upload, has arrived from the node for a period either. A connection cut
+// while idle is given up as soon as before, one period after the first
+// unanswered keepalive: the last answer arrived a period before it.
 func (p *pool) keepalive(c *conn) {
 	every := p.t.cfg.Keepalive
 	ticker := time.NewTicker(every)
@@ -302,25 +310,69 @@ func (p *pool) keepalive(c *conn) {
 			return
 		case <-ticker.C:
 		}
-		answered := make(chan error, 1)
-		go func() {
-			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
-			answered <- err
-		}()
+		if why := c.ping(every, closed); why != nil {
+			p.markDead(c, why)
+			c.client.Close()
+			return
+		}
+	}
+}
+
+// ping sends one keepalive on c and waits for its answer while the node is
+// heard from; it returns why c is dead, or nil once the answer came.
+func (c *conn) ping(every time.Duration, closed <-chan struct{}) error {
+	answered := make(chan error, 1)
+	sent := time.Now()
+	go func() {
+		_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+		answered <- err
+	}()
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	for {
 		select {
 		case err := <-answered:
-			if err == nil {
-				continue
+			if err != nil {
+				return fmt.Errorf("keepalive failed: %v", err)
 			}
-			p.markDead(c, fmt.Errorf("keepalive failed: %v", err))
-		case <-time.After(every):
-			p.markDead(c, fmt.Errorf("no answer to a keepalive for %s", every))
+			return nil
 		case <-closed:
-			p.markDead(c, errors.New("the connection was closed"))
+			return errors.New("the connection was closed")
+		case <-timer.C:
 		}
-		c.client.Close()
-		return
+		quiet, known := c.silence()
+		if !known {
+			return fmt.Errorf("no answer to a keepalive for %s", time.Since(sent).Round(100*time.Millisecond))
+		}
+		if quiet >= every {
+			return fmt.Errorf("no answer to a keepalive for %s and nothing received for %s", time.Since(sent).Round(100*time.Millisecond), quiet.Round(100*time.Millisecond))
+		}
+		timer.Reset(every - quiet)
 	}
+}
+
+// silence is how long nothing at all has arrived on c from the node: no
+// SSH message, no TCP acknowledgement of what was sent. The kernel keeps
+// the time of both (TCP_INFO; its own TCP keepalive uses them). known is
+// false when it cannot be asked: then an unanswered keepalive alone
+// decides, as it did before.
+func (c *conn) silence() (d time.Duration, known bool) {
+	tcp, ok := c.raw.(*net.TCPConn)
+	if !ok {
+		return 0, false
+	}
+	rc, err := tcp.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var info *unix.TCPInfo
+	cerr := rc.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	})
+	if cerr != nil || err != nil {
+		return 0, false
+	}
+	return time.Duration(min(info.Last_ack_recv, info.Last_data_recv)) * time.Millisecond, true
 }
 
 // markDead takes c out of service; attempts on it fail with why.
