@@ -105,8 +105,10 @@ func (e *LeaseLostError) Error() string {
 	return msg
 }
 
-// Unwrap returns kv.ErrLeaseLost and the last failure.
-func (e *LeaseLostError) Unwrap() []error { return []error{kv.ErrLeaseLost, e.Err} }
+// Unwrap returns kv.ErrLeaseLost. The last failure only shows in the
+// message: the loss, not a failure to connect, is what the holder must act
+// on.
+func (e *LeaseLostError) Unwrap() error { return kv.ErrLeaseLost }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
