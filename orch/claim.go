@@ -207,21 +207,21 @@ func MinLeaseTTL() time.Duration {
 
 // staleLease is how long a live runner's lease may go without a renewal
 // (it renews every half second) before another runner takes it for a dead
-// one's and waits for it to expire rather than refusing.
+// one's, says so, and waits for it to expire.
 const staleLease = 3 * time.Second
 
-// leasePoll is how often a runner waiting for a dead runner's lease to
-// expire tries again.
+// leasePoll is how often a runner waiting for another's lease looks again.
 const leasePoll = 250 * time.Millisecond
 
-// takePlan takes the plan's lease. A live runner elsewhere (its lease
-// renewed lately) is refused at once; a silent one's lease, whose runner
-// died or lost the store on another machine, is waited for until it
-// expires on the store's clock, since that runner kills its tasks before
-// then. A runner of this machine that is gone leaves its lease at once.
-// stop or ctx ends the wait.
+// takePlan takes the plan's lease. A runner of this machine that is gone
+// leaves it at once. Another holder is watched: one seen renewing its lease
+// lives, and is refused; one silent for staleLease (dead, or cut off from
+// the store, on another machine) is waited for until its lease expires on
+// the store's clock, since it kills its tasks before then. stop or ctx
+// ends the wait.
 func (r *Runner) takePlan(ctx context.Context, stop <-chan struct{}, sdb *sharedDB, locks store.Locks) (unlock func() error, err error) {
 	told := false
+	silent := time.Duration(-1) // as last seen; -1: not seen
 	for {
 		unlock, ok, err := locks.TryLock(planLock(r.UID))
 		if err != nil || ok {
@@ -231,10 +231,13 @@ func (r *Runner) takePlan(ctx context.Context, stop <-chan struct{}, sdb *shared
 		if err != nil {
 			return nil, err
 		}
-		if held && h.Silent < staleLease {
-			return nil, r.claimedElsewhere(sdb)
+		if held && h.Silent < silent {
+			return nil, r.claimedElsewhere(sdb) // it renewed its lease since the last look
 		}
-		if held && !told && r.Note != nil {
+		if held {
+			silent = h.Silent
+		}
+		if held && h.Silent >= staleLease && !told && r.Note != nil {
 			told = true
 			r.Note(fmt.Sprintf("plan %s: its runner (pid %d on %s) has not renewed its lease for %s; waiting up to %s for it to expire",
 				r.UID, h.PID, h.Host, h.Silent.Round(time.Second), h.Left.Round(time.Second)))
