@@ -75,7 +75,7 @@ func OpenLocks(rawURL string, opts Options, lease LeaseOptions) (*Locks, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), lockOpTimeout)
 	defer cancel()
 	if err := l.connect(ctx); err != nil {
-		return nil, err
+		return nil, l.fail("lock session", err)
 	}
 	return l, nil
 }
@@ -100,13 +100,14 @@ func lockKey(schema, kind, name string) int64 {
 }
 
 // connect makes the connection if there is none, or it broke; l.mu is held.
+// Its error is pgx's: the caller names the operation.
 func (l *Locks) connect(ctx context.Context) error {
 	if l.conn != nil && !l.conn.IsClosed() {
 		return nil
 	}
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)
 	if err != nil {
-		return l.fail("lock session", err)
+		return err
 	}
 	l.conn = conn
 	return nil
@@ -375,7 +376,7 @@ func (l *Locks) renewHeld() (taken bool) {
 			_ = l.conn.Close(context.Background())
 		}
 		l.state.Lock()
-		l.lastErr = err
+		l.lastErr = l.fail("renew leases", err)
 		l.state.Unlock()
 		return false
 	case n < int64(len(names)):
