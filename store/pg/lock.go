@@ -167,7 +167,7 @@ func (l *Locks) TryLock(name string) (unlock func() error, ok bool, err error) {
 		if len(l.held) == 0 {
 			l.extend(time.Time{}) // no deadline while nothing is held
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lockOpTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.releaseTimeout())
 		defer cancel()
 		if err := l.do(ctx, func(conn *pgx.Conn) error { return l.release(ctx, conn, name) }); err != nil {
 			// The lease expires on its own.
@@ -216,6 +216,15 @@ func (l *Locks) release(ctx context.Context, conn *pgx.Conn, names ...string) er
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 	b.Queue(l.sql.release, l.me.token, names)
 	return conn.SendBatch(ctx, b).Close()
+}
+
+// releaseTimeout bounds a release: briefly once the leases are lost, most
+// likely with the store, so that their holder is not held up stopping.
+func (l *Locks) releaseTimeout() time.Duration {
+	if l.Err() != nil {
+		return time.Second
+	}
+	return lockOpTimeout
 }
 
 // Lock waits for the lock called name until it is free or ctx is done;
@@ -409,7 +418,7 @@ func (l *Locks) Close() error {
 	if len(l.held) > 0 {
 		// Released here, they are free when Close returns, for the next
 		// runner of the plan to take at once.
-		ctx, cancel := context.WithTimeout(context.Background(), lockOpTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.releaseTimeout())
 		b := &pgx.Batch{}
 		b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 		b.Queue(l.sql.releaseAll, l.me.token)
