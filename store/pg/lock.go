@@ -36,14 +36,13 @@ type Locks struct {
 	opts LeaseOptions
 	me   holder
 
-	// mu guards the connection and what is held; the renewer only tries
-	// it, so that a slow acquire never delays the deadline's check.
+	// mu guards the connection and what is held.
 	mu      sync.Mutex
 	conn    *pgx.Conn
 	held    map[string]bool
 	closed  bool
-	renewer chan struct{} // closed to stop the renewer; nil until started
-	stopped chan struct{} // closed when the renewer has returned
+	renewer chan struct{}  // closed to stop the renewer and watchdog; nil until started
+	stopped sync.WaitGroup // of the renewer and the watchdog
 
 	// state guards the deadline and the loss.
 	state    sync.Mutex
@@ -316,21 +315,47 @@ func (l *Locks) overdue(now time.Time) bool {
 	return !l.deadline.IsZero() && !now.Before(l.deadline)
 }
 
-// startRenewer starts the renewer once; l.mu is held.
+// startRenewer starts the renewer and the watchdog once; l.mu is held.
 func (l *Locks) startRenewer() {
 	if l.renewer != nil {
 		return
 	}
-	l.renewer, l.stopped = make(chan struct{}), make(chan struct{})
-	go l.renewLoop(l.renewer, l.stopped)
+	l.renewer = make(chan struct{})
+	l.stopped.Add(2)
+	go l.renewLoop(l.renewer)
+	go l.watchdog(l.renewer)
 }
 
 // renewLoop renews the leases every renewEvery until quit is closed or
-// they are lost. The deadline is checked at every tick, whether or not a
-// renewal could be tried.
-func (l *Locks) renewLoop(quit <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
+// they are lost. It waits its turn for the connection behind acquires and
+// releases: the watchdog, not it, keeps the deadline.
+func (l *Locks) renewLoop(quit <-chan struct{}) {
+	defer l.stopped.Done()
 	tick := time.NewTicker(renewEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-l.lost:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		taken := !l.closed && l.renewHeld()
+		l.mu.Unlock()
+		if taken {
+			l.lose(true)
+			return
+		}
+	}
+}
+
+// watchdog declares the leases lost once they are held past the deadline,
+// whatever the renewer is waiting for.
+func (l *Locks) watchdog(quit <-chan struct{}) {
+	defer l.stopped.Done()
+	tick := time.NewTicker(renewEvery / 5)
 	defer tick.Stop()
 	for {
 		select {
@@ -340,15 +365,6 @@ func (l *Locks) renewLoop(quit <-chan struct{}, stopped chan<- struct{}) {
 		}
 		if l.overdue(time.Now()) {
 			l.lose(false)
-			return
-		}
-		if !l.mu.TryLock() {
-			continue // an acquire or release is talking to the server
-		}
-		taken := l.renewHeld()
-		l.mu.Unlock()
-		if taken {
-			l.lose(true)
 			return
 		}
 	}
@@ -403,11 +419,11 @@ func (l *Locks) Close() error {
 		return nil
 	}
 	l.closed = true
-	quit, stopped := l.renewer, l.stopped
+	quit := l.renewer
 	l.mu.Unlock()
 	if quit != nil {
 		close(quit)
-		<-stopped
+		l.stopped.Wait()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
