@@ -2,6 +2,7 @@ package orch
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,18 +14,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
 )
 
 // A plan is run by one process at a time. The runner records itself in the
 // plan's runner record (pid, host, start, a random token) in the
 // transaction that starts the run. Whether that runner still lives is
-// asked of the store where it can tell across machines (PostgreSQL: the
-// runner holds an advisory lock named after the plan for its session's
-// life, and a dead machine's session, and lock, go with it), and of the
-// kernel otherwise (a bbolt file is run from its own machine). Every write
-// of the run checks that the record still carries its token (fence), so a
-// runner that lost its claim to another can never write again.
+// asked of the store where it can tell across machines, and of the kernel
+// otherwise (a bbolt file is run from its own machine). On PostgreSQL the
+// runner holds a lease named after the plan (store.Locks): it expires on
+// the database's clock unless the runner renews it, so no other runner
+// takes the plan (or one of its tasks' resource locks, leases too) while
+// it lives, however its database sessions end. A runner that cannot renew
+// its leases before its own deadline kills its running tasks, before the
+// leases expire, and stops (watchLease). Every write of the run checks
+// that the record still carries its token (fence), so a runner that lost
+// its claim to another can never write again.
 
 // ErrLostClaim means another process took over the plan while this runner
 // still ran it.
@@ -59,8 +65,10 @@ func newToken() string {
 // live process already is. locked means this process holds the plan's
 // store lock: whoever the record names is then gone.
 func claim(tx *store.Tx, uid string, now time.Time, token string, locked bool) error {
-	if rr, ok := liveRunner(tx, uid); ok && !rr.mine() && !locked {
-		return rr.busy(uid)
+	if !locked {
+		if rr, ok := liveRunner(tx, uid); ok && !rr.mine() {
+			return rr.busy(uid)
+		}
 	}
 	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Host: hostname, Started: now.UTC(), Token: token})
 	if err != nil {
@@ -175,4 +183,99 @@ func (r *Runner) claimedElsewhere(sdb *sharedDB) error {
 		return rr.busy(r.UID)
 	}
 	return fmt.Errorf("%w: plan %s is being claimed by another process; try again", ErrRunning, r.UID)
+}
+
+// leaseMargin is what the runner keeps, besides its tasks' kill grace,
+// between its deadline and the expiry of its leases: the time to cancel
+// its tasks and reach remote nodes.
+const leaseMargin = 2 * time.Second
+
+// leaseReserve is how long before its leases expire the runner gives them
+// up: its tasks get their kill grace (SIGTERM, then SIGKILL) in that time.
+func (r *Runner) leaseReserve() time.Duration {
+	grace := handler.DefaultKillGrace
+	if r.Shell != nil && r.Shell.KillGrace > 0 {
+		grace = r.Shell.KillGrace
+	}
+	return grace + leaseMargin
+}
+
+// MinLeaseTTL is the shortest Runner.LeaseTTL a runner accepts.
+func MinLeaseTTL() time.Duration {
+	return store.MinLeaseTTL(handler.DefaultKillGrace + leaseMargin)
+}
+
+// staleLease is how long a live runner's lease may go without a renewal
+// (it renews every half second) before another runner takes it for a dead
+// one's, says so, and waits for it to expire.
+const staleLease = 3 * time.Second
+
+// leasePoll is how often a runner waiting for another's lease looks again.
+const leasePoll = 250 * time.Millisecond
+
+// takePlan takes the plan's lease. A runner of this machine that is gone
+// leaves it at once. Another holder is watched: one seen renewing its lease
+// lives, and is refused; one silent for staleLease (dead, or cut off from
+// the store, on another machine) is waited for until its lease expires on
+// the store's clock, since it kills its tasks before then. stop or ctx
+// ends the wait.
+func (r *Runner) takePlan(ctx context.Context, stop <-chan struct{}, sdb *sharedDB, locks store.Locks) (unlock func() error, err error) {
+	told := false
+	silent := time.Duration(-1) // as last seen; -1: not seen
+	for {
+		unlock, ok, err := locks.TryLock(planLock(r.UID))
+		if err != nil || ok {
+			return unlock, err
+		}
+		h, held, err := locks.Holder(planLock(r.UID))
+		if err != nil {
+			return nil, err
+		}
+		if held && h.Silent < silent {
+			return nil, r.claimedElsewhere(sdb) // it renewed its lease since the last look
+		}
+		if held {
+			silent = h.Silent
+		}
+		if held && h.Silent >= staleLease && !told && r.Note != nil {
+			told = true
+			r.Note(fmt.Sprintf("plan %s: its runner (pid %d on %s) has not renewed its lease for %s; waiting up to %s for it to expire",
+				r.UID, h.PID, h.Host, h.Silent.Round(time.Second), h.Left.Round(time.Second)))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-stop:
+			return nil, fmt.Errorf("%w: stopped while waiting for the lease of plan %s", ErrRunning, r.UID)
+		case <-time.After(leasePoll):
+		}
+	}
+}
+
+// watchLease kills the run's tasks, as orch stop --kill does, when the run
+// loses its leases (until done is closed). The run then stops with
+// lostLease's error.
+func (ex *execution) watchLease(locks store.Locks, done <-chan struct{}) {
+	select {
+	case <-done:
+		return
+	case <-locks.Lost():
+	}
+	err := fmt.Errorf("lost the lease on plan %s: %w; its tasks were killed; resume with solar orch resume %s",
+		ex.rec.UID, locks.Err(), ex.rec.UID)
+	ex.leaseLost.Store(&err)
+	if ex.r.Note != nil {
+		ex.r.Note(fmt.Sprintf("lost the lease on plan %s: killing running tasks", ex.rec.UID))
+	}
+	ex.killing.Store(true)
+	ex.kill()
+	ex.closeStop()
+}
+
+// lostLease is the error of a run that lost its leases, or nil.
+func (ex *execution) lostLease() error {
+	if p := ex.leaseLost.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestRunnerFencedAfterLosingItsClaim: once another runner's claim replaces
-// this one's (as after its lock session was lost on a shared store), the
+// this one's (as after its lease expired on a shared store), the
 // run's next write fails naming the new holder, nothing more is written,
 // and no later task starts.
 func TestRunnerFencedAfterLosingItsClaim(t *testing.T) {

@@ -31,8 +31,9 @@ import (
 // names hash alike merely exclude each other across runs.
 
 // resLocker takes resource locks for one run: a bbolt store's lock file, or
-// a shared store's locks (PostgreSQL advisory locks, seen from every
-// machine). On a shared store an attempt also takes a slot of each limit it
+// a shared store's locks (PostgreSQL leases, seen from every machine, which
+// the run loses, and its tasks with them, if it cannot renew them: see
+// claim.go). On a shared store an attempt also takes a slot of each limit it
 // is under (its node's --per-node, its sema), so that runs of different
 // plans, from any machine, keep them together.
 type resLocker interface {
@@ -55,8 +56,8 @@ func newResLocker(storePath string, shared store.Locks) resLocker {
 }
 
 // sharedResLocks are the resource locks and limit slots of a shared store.
-// The store's locks are re-entrant within the run's session, so the run
-// remembers which slots its own tasks hold and takes another.
+// The run remembers which slots its own tasks hold and tries another, not
+// spending a round trip on a lock it knows it has.
 type sharedResLocks struct {
 	locks store.Locks
 	mu    sync.Mutex

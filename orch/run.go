@@ -78,6 +78,10 @@ type Runner struct {
 	// prints it (masked with the sensitive inputs), from the tasks'
 	// goroutines, one line at a time per task.
 	Output func(task string, l handler.Line)
+	// LeaseTTL is how long the run's leases on a shared store (its plan,
+	// its tasks' resources and slots) outlive their last renewal; zero is
+	// store.DefaultLeaseTTL. See claim.go.
+	LeaseTTL time.Duration
 
 	transport *sshx.Transport // the run's SSH connections, if any node needs them
 }
@@ -121,20 +125,17 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	// The attempts' private dirs are removed behind them: gone when Run returns.
 	defer handler.Settle()
 	token := newToken()
-	locks, err := store.OpenLocks(r.Path)
+	locks, err := store.OpenLocks(r.Path, store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
 	if err != nil {
 		return nil, nil, err
 	}
 	if locks != nil {
-		// A shared store: the plan's lock says, to every machine, that
-		// this process runs it; it goes with this process's session.
+		// A shared store: the plan's lease says, to every machine, that
+		// this process runs it, for as long as it renews it.
 		defer locks.Close()
-		unlock, ok, err := locks.TryLock(planLock(r.UID))
+		unlock, err := r.takePlan(ctx, stop, sdb, locks)
 		if err != nil {
 			return nil, nil, err
-		}
-		if !ok {
-			return nil, nil, r.claimedElsewhere(sdb)
 		}
 		defer func() { _ = unlock() }()
 	}
@@ -210,6 +211,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
 		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
 	defer ex.locks.close()
+	if locks != nil {
+		watching := make(chan struct{})
+		defer close(watching)
+		go ex.watchLease(locks, watching)
+	}
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
 	for _, info := range infos {
@@ -261,6 +267,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		}
 		return SetOpen(tx, r.UID, !Done(final))
 	})
+	if lost := ex.lostLease(); lost != nil {
+		return rec, states, lost
+	}
 	if walkErr != nil {
 		return rec, states, walkErr
 	}
@@ -665,6 +674,7 @@ type execution struct {
 	stopLooked atomic.Int64
 	kill       context.CancelFunc // kills running tasks: orch stop --kill
 	killing    atomic.Bool
+	leaseLost  atomic.Pointer[error] // why the run lost its leases (claim.go)
 	edits      uint64
 	external   map[string]string
 }

@@ -43,7 +43,7 @@ func TestMistypedURLsAreRefused(t *testing.T) {
 		if !errors.Is(err, store.ErrBadLocation) || strings.Contains(err.Error(), "LEAK") {
 			t.Errorf("Open(%q) = %v, want a bad location without LEAK", c.loc, err)
 		}
-		if _, err := store.OpenLocks(c.loc); !errors.Is(err, store.ErrBadLocation) {
+		if _, err := store.OpenLocks(c.loc, store.LockOptions{}); !errors.Is(err, store.ErrBadLocation) {
 			t.Errorf("OpenLocks(%q) = %v, want a bad location", c.loc, err)
 		}
 		if r := store.Redact(c.loc); strings.Contains(r, "LEAK") {

@@ -37,7 +37,7 @@ func TestOpenURL(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := store.OpenLocks(u)
+	locks, err := store.OpenLocks(u, store.LockOptions{})
 	if err != nil || locks == nil {
 		t.Fatalf("OpenLocks of a URL: %v %v", locks, err)
 	}

@@ -322,27 +322,59 @@ func SeqKey(n uint64) string {
 	return string(b[:])
 }
 
-// Locks are named locks every process using a shared store sees, each held
-// until released or until its holder's session ends (its process or
-// machine dies).
+// Locks are named locks every process using a shared store sees. Each is
+// a lease (store/pg): it expires on the store's clock unless its holder
+// renews it, which Locks does on its own, so that no lock outlives its
+// holder for more than the lease time, and none ends with a database
+// session while its holder lives.
 type Locks interface {
 	// TryLock takes the lock without waiting; ok is false when another
-	// process holds it.
+	// holder has it.
 	TryLock(name string) (unlock func() error, ok bool, err error)
+	// Holder says who holds the lock now, if anyone does.
+	Holder(name string) (h LockHolder, held bool, err error)
+	// Lost is closed when the holder could not renew its locks before
+	// its deadline (LockOptions), or found one taken: what it does under
+	// them must stop at once. Err then wraps ErrLeaseLost and says why.
+	Lost() <-chan struct{}
+	Err() error
 	Close() error
 }
 
+// LockHolder describes the holder of a lock: its host and pid, the time
+// left until its lease expires and the time since it renewed it, on the
+// store's clock.
+type LockHolder = pg.Holder
+
+// LockOptions say how long a lock's lease lasts (TTL; zero is
+// DefaultLeaseTTL) and how long before it expires its holder gives it up
+// (Reserve: the time it needs to stop what it does under it).
+type LockOptions = pg.LeaseOptions
+
+// DefaultLeaseTTL is the lease time of Locks when LockOptions.TTL is zero.
+const DefaultLeaseTTL = pg.DefaultLeaseTTL
+
+// MinLeaseTTL is the shortest lease time a holder that needs reserve
+// accepts.
+func MinLeaseTTL(reserve time.Duration) time.Duration { return pg.MinLeaseTTL(reserve) }
+
+// ErrLeaseLost is the error of Locks that lost their leases.
+var ErrLeaseLost = kv.ErrLeaseLost
+
 // OpenLocks opens the store's lock session. It returns nil for a bbolt
 // file, whose processes share one machine: the runner uses pids and file
-// locks there.
-func OpenLocks(location string) (Locks, error) {
+// locks there, which the kernel drops when their holder dies and no
+// database session can lose.
+func OpenLocks(location string, opts LockOptions) (Locks, error) {
 	if err := CheckLocation(location); err != nil {
 		return nil, err
 	}
 	if !IsURL(location) {
 		return nil, nil
 	}
-	l, err := pg.OpenLocks(location)
+	l, err := pg.OpenLocks(location, pg.Options{
+		Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
+	}, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -213,11 +213,15 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	ttl, err := leaseTTL(a.Getenv)
+	if err != nil {
+		return err
+	}
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
 	in := interrupts(pr)
 	defer in.release()
 	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Prepare: opts.prepareRun,
+		LeaseTTL: ttl, Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)
 			pr.start(uid, opts.Verb)
@@ -246,6 +250,20 @@ func runRun(opts *RunOptions) error {
 		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
 	}
 	return nil
+}
+
+// leaseTTL is $SOLAR_LEASE_TTL, the lease time of a run on a team store
+// (docs/team-store.md), or zero for the default.
+func leaseTTL(getenv func(string) string) (time.Duration, error) {
+	v := getenv("SOLAR_LEASE_TTL")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < orch.MinLeaseTTL() {
+		return 0, app.Usagef("SOLAR_LEASE_TTL=%q is not a duration of at least %s, such as 15s", v, orch.MinLeaseTTL())
+	}
+	return d, nil
 }
 
 func count(states map[string]orch.State, s orch.Status) int {

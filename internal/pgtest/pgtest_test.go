@@ -188,3 +188,34 @@ func TestMissingServerSkipsUnlessRequired(t *testing.T) {
 		t.Error("a server that fails to start for another reason was skipped")
 	}
 }
+
+// TestCrashStartAndSet: a crashed server takes no connection until it is
+// started again; a setting made with Set reaches new sessions.
+func TestCrashStartAndSet(t *testing.T) {
+	s := Own(t)
+	u, err := s.NewDatabase("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("idle_session_timeout", "7s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, u, "SHOW idle_session_timeout"); got != "7s" {
+		t.Errorf("idle_session_timeout = %s after Set", got)
+	}
+	if err := s.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, err := pgx.Connect(ctx, u); err == nil {
+		c.Close(ctx)
+		t.Fatal("a crashed server takes connections")
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, u, "SHOW idle_session_timeout"); got != "7s" {
+		t.Errorf("idle_session_timeout = %s after a restart", got)
+	}
+}

@@ -61,6 +61,7 @@ type Server struct {
 
 	bin      string   // directory of initdb, pg_ctl
 	asUser   []string // prefix that runs a command as the server's user
+	conf     string   // the server's options (pg_ctl start -o)
 	watchdog *exec.Cmd
 	pipe     *os.File // its stdin's write end; closed when this process ends
 	stopOnce sync.Once
@@ -122,13 +123,58 @@ func StartServerWith(opts Options) (_ *Server, err error) {
 	if opts.NoFsync {
 		fsync = "off"
 	}
-	conf := fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=%s", s.SocketDir, fsync)
-	if out, err := s.run("pg_ctl", "start", "-D", data, "-w", "-s", "-t", strconv.Itoa(int(startTimeout/time.Second)),
-		"-l", filepath.Join(dir, "log"), "-o", conf); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return nil, fmt.Errorf("pg_ctl start: %v: %s%s", err, out, log)
+	s.conf = fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=%s", s.SocketDir, fsync)
+	if err := s.start(); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// start starts the server of an initialised cluster and waits until it
+// takes connections.
+func (s *Server) start() error {
+	if out, err := s.run("pg_ctl", "start", "-D", filepath.Join(s.Dir, "data"), "-w", "-s", "-t", strconv.Itoa(int(startTimeout/time.Second)),
+		"-l", filepath.Join(s.Dir, "log"), "-o", s.conf); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s%s", err, out, log)
+	}
+	return nil
+}
+
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: every
+// session ends at once, and the next start recovers from the WAL) and
+// waits until it is down. Start brings it back.
+func (s *Server) Crash() error {
+	if out, err := s.run("pg_ctl", "stop", "-D", filepath.Join(s.Dir, "data"), "-m", "immediate", "-s", "-w"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Start starts a server stopped by Crash again, with the same settings.
+func (s *Server) Start() error { return s.start() }
+
+// Set changes a setting of the whole server (ALTER SYSTEM) and has it
+// reloaded, so that new and existing sessions follow it, as an
+// administrator's change of postgresql.conf does.
+func (s *Server) Set(name, value string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	// ALTER SYSTEM takes no parameters; the name is an identifier and the
+	// value a literal, both quoted.
+	stmt := "ALTER SYSTEM SET " + pgx.Identifier{name}.Sanitize() + " = '" + strings.ReplaceAll(value, "'", "''") + "'"
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("set %s: %w", name, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("reload the configuration: %w", err)
+	}
+	return nil
 }
 
 // findBin returns the directory of initdb and pg_ctl: PATH first, then the
@@ -255,9 +301,9 @@ func (s *Server) NewDatabase(name string) (string, error) {
 	return s.URL(name), nil
 }
 
-// Start starts a server of the test's own, with fsync on, creates a
-// database in it and returns its URL. The server is stopped at cleanup.
-func Start(t testing.TB) string {
+// Own starts a server of the test's own, with fsync on, for a test that
+// crashes or reconfigures it. It is stopped at cleanup.
+func Own(t testing.TB) *Server {
 	t.Helper()
 	s, err := StartServer()
 	if err != nil {
@@ -268,6 +314,14 @@ func Start(t testing.TB) string {
 			t.Error(err)
 		}
 	})
+	return s
+}
+
+// Start starts a server of the test's own, with fsync on, creates a
+// database in it and returns its URL. The server is stopped at cleanup.
+func Start(t testing.TB) string {
+	t.Helper()
+	s := Own(t)
 	u, err := s.NewDatabase("solar_test")
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,10 @@ var (
 	// ErrDamaged means the store, or a record in it, is not what solar
 	// wrote: truncated, overwritten, or edited by hand.
 	ErrDamaged = errors.New("damaged")
+	// ErrLeaseLost means a process could not renew the leases it held on
+	// a shared store in time (or another process took one after it
+	// expired): what it did under them must stop.
+	ErrLeaseLost = errors.New("lease lost")
 )
 
 // Damagedf returns an error wrapping ErrDamaged that names the damaged

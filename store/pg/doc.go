@@ -5,11 +5,11 @@
 // # Where
 //
 // A store is a PostgreSQL schema ("solar" unless the URL's schema parameter
-// names another, so that several stores share one database) holding three
+// names another, so that several stores share one database) holding four
 // tables, created on first use: kv (bucket, key bytea, value bytea), whose
-// keys sort as bbolt's do (memcmp), seq (bucket, n) for the sequences, and
-// solar_layout (version), the layout of those tables, upgraded in place
-// when older (LayoutVersion). The data's own schema version lives in the
+// keys sort as bbolt's do (memcmp), seq (bucket, n) for the sequences,
+// lease (the leases of Locks), and solar_layout (version), the layout of
+// those tables, upgraded in place when older (LayoutVersion). The data's own schema version lives in the
 // meta bucket under "schema_version", as in the bbolt file.
 //
 // # Transactions
@@ -29,8 +29,11 @@
 // # Locks
 //
 // There is no lock on the whole store: transactions of several processes
-// interleave safely. Store.TryLock and Store.Lock take named advisory
-// locks that a session holds and that die with the process holding them.
+// interleave safely. Locks (and Store.TryLock, Store.Lock) take named
+// locks as leases (lease.go): rows that expire on the database's clock
+// unless their holder renews them, which no end of a database session
+// releases, and whose holder learns (Locks.Lost) when it could not renew
+// them in time.
 //
 // # Secrets
 //

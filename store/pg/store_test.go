@@ -570,7 +570,7 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 func TestLockSessionAndLockHeld(t *testing.T) {
 	u := newURL(t, pgtest.Shared(t))
 	s := open(t, u, opts())
-	l, err := pg.OpenLocks(u)
+	l, err := pg.OpenLocks(u, opts(), pg.LeaseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +604,7 @@ func TestLockSessionAndLockHeld(t *testing.T) {
 	if held() {
 		t.Fatal("LockHeld after unlock")
 	}
-	if _, err := pg.OpenLocks("postgres://alice:s3cret@/x?host=" + t.TempDir()); err == nil || strings.Contains(err.Error(), "s3cret") {
+	if _, err := pg.OpenLocks("postgres://alice:s3cret@/x?host="+t.TempDir(), opts(), pg.LeaseOptions{}); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("OpenLocks of no server: %v", err)
 	}
 }
