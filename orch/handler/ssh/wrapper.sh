@@ -85,13 +85,15 @@ fi
 # is not its shell any more (dead, a zombie, or reused: another start
 # time) and PGRP, when given, has no live member. A group number is not
 # reused while the group has members (zombies included), so a live group
-# of that number is still the one of the attempt.
+# of that number is still the one of the attempt. Members are looked for
+# in /proc, not with kill -0, which counts zombies (a node whose init
+# reaps late keeps them) and cannot tell a process of another user (one
+# that went through sudo) from none.
 gone() {
 	if pstat "$1" && [ "$xs" = "$2" ] && [ "$xz" != Z ] && [ "$xz" != X ]; then
 		return 1
 	fi
 	[ -n "$3" ] || return 0
-	kill -s 0 -- "-$3" 2>/dev/null || return 0
 	gp=$3
 	for f in /proc/[0-9]*/stat; do
 		{ read -r l <"$f"; } 2>/dev/null || continue
