@@ -276,3 +276,26 @@ sleep 60
 		}
 	}
 }
+
+// The wrapper's note that it waited for a previous attempt comes before
+// the script's output, behind the marker: it reaches the log as a note,
+// not as output, and the report after the output is still found, however
+// the stream is cut into writes.
+func TestTrailerNoteBeforeOutput(t *testing.T) {
+	stream := "\x1eabc note ended 190\nhello\n\x1eabc exit 0 none\n"
+	for _, size := range []int{1, 3, len(stream)} {
+		var out strings.Builder
+		var notes []string
+		tw := newTrailerWriter(&out, "abc")
+		tw.note = func(what string, waited time.Duration) { notes = append(notes, fmt.Sprint(what, " ", waited)) }
+		for i := 0; i < len(stream); i += size {
+			if _, err := tw.Write([]byte(stream[i:min(i+size, len(stream))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := tw.trailer()
+		if out.String() != "hello\n" || len(notes) != 1 || notes[0] != "ended 1.9s" || !r.ok || r.code != 0 {
+			t.Errorf("writes of %d bytes: output %q, notes %q, report %+v; want hello, one note ended 1.9s, exit 0", size, out.String(), notes, r)
+		}
+	}
+}
