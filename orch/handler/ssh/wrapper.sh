@@ -83,9 +83,10 @@ if [ "$key" != - ]; then
 fi
 # gone PID START [PGRP]: no process of the attempt so named is left: PID
 # is not its shell any more (dead, a zombie, or reused: another start
-# time) and PGRP, when given, has no live member. A group number is not
-# reused while the group has members (zombies included), so a live group
-# of that number is still the one of the attempt. Members are looked for
+# time) and PGRP, when given, has no live member that started no earlier
+# than the shell. A group number is not reused while the group has
+# members (zombies included), so such a member is taken for one of the
+# attempt, as the runner does on its own machine. Members are looked for
 # in /proc, not with kill -0, which counts zombies (a node whose init
 # reaps late keeps them) and cannot tell a process of another user (one
 # that went through sudo) from none.
@@ -94,12 +95,12 @@ gone() {
 		return 1
 	fi
 	[ -n "$3" ] || return 0
-	gp=$3
+	gp=$3 gs=$2
 	for f in /proc/[0-9]*/stat; do
 		{ read -r l <"$f"; } 2>/dev/null || continue
 		l=${l##*) }
 		set -- $l
-		if [ "$3" = "$gp" ] && [ "$1" != Z ] && [ "$1" != X ]; then
+		if [ "$3" = "$gp" ] && [ "$1" != Z ] && [ "$1" != X ] && [ "${20}" -ge "$gs" ]; then
 			return 1
 		fi
 	done
