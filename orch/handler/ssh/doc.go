@@ -69,7 +69,7 @@
 // starts, a new attempt settles the record it finds: a finished attempt
 // is let end (what its script left running, a service, stays); a running
 // one is asked to stop as above, and its group is killed with SIGKILL if
-// it is not gone after the grace and a second; the new attempt waits
+// it is not gone after the grace and 1.5s more; the new attempt waits
 // until no live process of the group is left and tells the task's log
 // (a note, Attempt.Note). A group that outlives SIGKILL by 5s (a process
 // in uninterruptible sleep, or one that became another user) fails the

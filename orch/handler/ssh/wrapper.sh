@@ -120,7 +120,8 @@ waitgone() {
 # An attempt that had finished is let end; its shell is killed if it
 # lingers. A running one is asked to stop as a stop would (SIGTERM, the
 # grace, then SIGKILL) and SIGKILLed if it is not gone after the grace
-# and a second for its watchdog to notice; a note tells the controller.
+# and 1.5s more (its watchdog looks for the request once a second); a
+# note tells the controller.
 # It fails, saying why, when the group outlives SIGKILL.
 settle() {
 	now
@@ -177,7 +178,7 @@ claim() {
 	while [ "$i" -lt 50 ]; do
 		i=$((i + 1))
 		set -C
-		if { echo "run $me" >"$K"; } 2>/dev/null; then
+		if { printf "run %s\n" "$me" >"$K"; } 2>/dev/null; then
 			set +C
 			return 0
 		fi
@@ -270,7 +271,7 @@ c=$?
 x=
 [ "$key" = - ] || { read -r x <"$K"; } 2>/dev/null
 if [ -n "$x" ] && [ "$x" = "run $me" ]; then
-	echo "done $me" >"$K"
+	printf "done %s\n" "$me" >"$K"
 	k=$K
 fi
 t=
