@@ -142,10 +142,13 @@ func TestRetryAfterPartitionWaitsForTheOrphan(t *testing.T) {
 				t.Fatalf("the retry after the link is back: %v", err)
 			}
 			noOverlap(t, out)
-			if note := previousNote(res); note == "" {
-				t.Errorf("the log does not say a previous attempt was waited for or killed: %v", res.Log)
-			} else {
+			// The plain orphan may be gone already: the closed connection's
+			// FIN reaches the node once the link is back, and it dies at
+			// once. The one that ignores SIGTERM has 2s of grace.
+			if note := previousNote(res); note != "" {
 				t.Log(note)
+			} else if tc.trapTerm {
+				t.Errorf("the log does not say a previous attempt was waited for or killed: %v", res.Log)
 			}
 		})
 	}

@@ -81,20 +81,24 @@ if [ "$key" != - ]; then
 	{ read -r bt </proc/sys/kernel/random/boot_id; } 2>/dev/null
 	me="$xg $$ $xs $bt $d"
 fi
-# gone PID START [PGRP]: no process of the attempt so named is left: PID
-# is not its shell any more (dead, a zombie, or reused: another start
-# time) and PGRP, when given, has no live member that started no earlier
-# than the shell. A group number is not reused while the group has
-# members (zombies included), so such a member is taken for one of the
-# attempt, as the runner does on its own machine. Members are looked for
-# in /proc, not with kill -0, which counts zombies (a node whose init
-# reaps late keeps them) and cannot tell a process of another user (one
-# that went through sudo) from none.
+# gone PID START [PGRP DIR]: no process of the attempt so named is left:
+# PID is not its shell any more (dead, a zombie, or reused: another start
+# time) and, when PGRP is given, either DIR, the private directory of the
+# attempt, is gone (removed by its end, or by its stop just before the
+# SIGKILL that ends the group) or PGRP has no live member that started
+# no earlier than the shell. A group number is not reused while the group
+# has members (zombies included), so while DIR exists the group is the
+# one of the attempt; once DIR is gone, a group of that number may belong
+# to a stranger that got the number after the attempt died (a service
+# another attempt left), and is left alone. Members are looked for in /proc, not with
+# kill -0, which counts zombies (a node whose init reaps late keeps them)
+# and cannot tell a process of another user (one that went through sudo)
+# from none.
 gone() {
 	if pstat "$1" && [ "$xs" = "$2" ] && [ "$xz" != Z ] && [ "$xz" != X ]; then
 		return 1
 	fi
-	[ -n "$3" ] || return 0
+	[ -n "$3" ] && [ -d "$4" ] || return 0
 	gp=$3 gs=$2
 	for f in /proc/[0-9]*/stat; do
 		{ read -r l <"$f"; } 2>/dev/null || continue
@@ -105,11 +109,11 @@ gone() {
 		fi
 	done
 }
-# waitgone CENTIS PID START [PGRP]: gone within CENTIS hundredths.
+# waitgone CENTIS PID START [PGRP DIR]: gone within CENTIS hundredths.
 waitgone() {
 	now
 	e=$((ct + $1))
-	while ! gone "$2" "$3" "$4"; do
+	while ! gone "$2" "$3" "$4" "$5"; do
 		now
 		[ "$ct" -lt "$e" ] || return 1
 		sleep 0.1
@@ -147,15 +151,15 @@ settle() {
 		echo "solar-wrapper: the shell of a finished attempt of this resource (pid $rp) outlives SIGKILL by 5s: end it on the node, then retry" >&2
 		return 1
 	fi
-	gone "$rp" "$rs" "$rg" && return 0
+	gone "$rp" "$rs" "$rg" "$rd" && return 0
 	[ -d "$rd" ] && { echo >"$rd/stop"; } 2>/dev/null
-	if waitgone $((g * 10 + 150)) "$rp" "$rs" "$rg"; then
+	if waitgone $((g * 10 + 150)) "$rp" "$rs" "$rg" "$rd"; then
 		now
 		printf "\036%s note ended %s\n" "$n" $((ct - t0))
 		return 0
 	fi
 	kill -s KILL -- "-$rg" 2>/dev/null
-	if waitgone 500 "$rp" "$rs" "$rg"; then
+	if waitgone 500 "$rp" "$rs" "$rg" "$rd"; then
 		now
 		printf "\036%s note killed %s\n" "$n" $((ct - t0))
 		return 0
