@@ -177,8 +177,7 @@ func TestPreviousAttemptThatOutlivesSIGKILL(t *testing.T) {
 		_ = stranger.Wait()
 	})
 	pid := stranger.Process.Pid
-	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
-	start := strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:])[19]
+	start := statFields(t, pid)[19]
 	boot := strings.TrimSpace(readFile(t, "/proc/sys/kernel/random/boot_id"))
 	record := filepath.Join(srv.Home, ".cache", "solar", "running", recordKey(n, "res"))
 	if err := os.WriteFile(record, fmt.Appendf(nil, "run %d %d %s %s /nonexistent\n", pid, pid, start, boot), 0o600); err != nil {
@@ -233,6 +232,73 @@ fi
 			t.Errorf("the service the first attempt left (pid %d) was killed", p)
 		}
 		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name:
+// [0] is the state, [2] the process group, [19] the start time.
+func statFields(t *testing.T, pid int) []string {
+	t.Helper()
+	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
+	return strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:])
+}
+
+// A record left by an attempt that its stop killed names a group number
+// that may since belong to a stranger: here the service another resource's
+// attempt left behind, in a group whose number the record names. The
+// stop noted when it killed the group; the stranger started later, so the
+// next attempt of the record's resource leaves it alone.
+func TestStrangerInAReusedGroupNumberIsSpared(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	out := shared(t)
+	n := node("n1", srv)
+	_, sh := newTransport(t, map[string]*Node{"n1": n}, Config{})
+	req := request(newBase(t, `sleep 60 </dev/null >/dev/null 2>&1 &
+echo $! >"$SOLAR_INPUT_OUT/service"
+`), "n1")
+	req.Inputs = map[string]any{"out": out}
+	if _, err := sh.Run(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	service := pids(t, filepath.Join(out, "service"))[0]
+	t.Cleanup(func() { _ = syscall.Kill(service, syscall.SIGKILL) })
+	f := statFields(t, service)
+	group := f[2]
+	started, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil || started < 400 {
+		t.Fatalf("start time of the service: %v", f)
+	}
+	// The record of an attempt of "other" whose shell had the number of
+	// the service's group, started 4s and killed 2s before the service.
+	boot := strings.TrimSpace(readFile(t, "/proc/sys/kernel/random/boot_id"))
+	identity := fmt.Sprintf("%s %s %d %s /nonexistent", group, group, started-400, boot)
+	record := filepath.Join(srv.Home, ".cache", "solar", "running", recordKey(n, "other"))
+	uid := lookupUID(t, srv.User)
+	for name, line := range map[string]string{record: "run " + identity, record + ".end": fmt.Sprint(started-200, " ", identity)} {
+		if err := os.WriteFile(name, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(name) })
+		if err := os.Chown(name, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	other := request(newBase(t, `touch "$SOLAR_INPUT_OUT/ran"`), "n1")
+	other.Resource = "other"
+	other.Inputs = map[string]any{"out": out}
+	res, err := sh.Run(context.Background(), other)
+	if err != nil {
+		t.Fatalf("the attempt of other: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ran")); err != nil {
+		t.Error("the script of other did not run")
+	}
+	if !alive(service) {
+		t.Error("the service in a group whose number a stale record names was killed")
+	}
+	if note := previousNote(res); note != "" {
+		t.Errorf("the attempt waited for a stranger: %s", note)
 	}
 }
 

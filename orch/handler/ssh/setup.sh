@@ -16,10 +16,7 @@ if [ "$2" != upload ]; then
 			p=${d##*/solar-}
 			p=${p%%-*}
 			case $p in *[!0-9]* | "") continue ;; esac
-			# Kept while the wrapper lives, or its group: a later attempt
-			# of the resource takes the group for the attempt while the
-			# directory exists (see wrapper.sh, gone).
-			kill -0 "$p" 2>/dev/null || kill -s 0 -- "-$p" 2>/dev/null || rm -rf -- "$d"
+			kill -0 "$p" 2>/dev/null || rm -rf -- "$d"
 		done
 	done
 	if [ -d "$r/$h" ]; then echo have; else echo need; fi

@@ -81,39 +81,45 @@ if [ "$key" != - ]; then
 	{ read -r bt </proc/sys/kernel/random/boot_id; } 2>/dev/null
 	me="$xg $$ $xs $bt $d"
 fi
-# gone PID START [PGRP DIR]: no process of the attempt so named is left:
-# PID is not its shell any more (dead, a zombie, or reused: another start
-# time) and, when PGRP is given, either DIR, the private directory of the
-# attempt, is gone (removed by its end, or by its stop just before the
-# SIGKILL that ends the group) or PGRP has no live member that started
-# no earlier than the shell. A group number is not reused while the group
-# has members (zombies included), so while DIR exists the group is the
-# one of the attempt; once DIR is gone, a group of that number may belong
-# to a stranger that got the number after the attempt died (a service
-# another attempt left), and is left alone. Members are looked for in /proc, not with
-# kill -0, which counts zombies (a node whose init reaps late keeps them)
-# and cannot tell a process of another user (one that went through sudo)
-# from none.
+# gone PID START [PGRP]: no process of the attempt so named is left: PID
+# is not its shell any more (dead, a zombie, or reused: another start
+# time) and PGRP, when given, has no live member that started no earlier
+# than the shell. A group number is not reused while the group has
+# members (zombies included), so such a member is taken for one of the
+# attempt, as the runner does on its own machine; but if the stop of the
+# attempt noted when it killed the group (K.end), a member started later
+# belongs to a stranger that got the number since (a service another
+# attempt left), and is left alone. Members are looked for in /proc, not
+# with kill -0, which counts zombies (a node whose init reaps late keeps
+# them) and cannot tell a process of another user (one that went through
+# sudo) from none.
 gone() {
 	if pstat "$1" && [ "$xs" = "$2" ] && [ "$xz" != Z ] && [ "$xz" != X ]; then
 		return 1
 	fi
-	[ -n "$3" ] && [ -d "$4" ] || return 0
-	gp=$3 gs=$2
+	[ -n "$3" ] || return 0
+	gp=$3 gs=$2 ge=
+	if { read -r ge eg ep es el <"$K.end"; } 2>/dev/null && [ "$eg $ep $es" = "$3 $1 $2" ]; then
+		# A second of slack for the tick and the signal on its way.
+		ge=$((ge + 100))
+	else
+		ge=
+	fi
 	for f in /proc/[0-9]*/stat; do
 		{ read -r l <"$f"; } 2>/dev/null || continue
 		l=${l##*) }
 		set -- $l
-		if [ "$3" = "$gp" ] && [ "$1" != Z ] && [ "$1" != X ] && [ "${20}" -ge "$gs" ]; then
+		if [ "$3" = "$gp" ] && [ "$1" != Z ] && [ "$1" != X ] && [ "${20}" -ge "$gs" ] &&
+			{ [ -z "$ge" ] || [ "${20}" -le "$ge" ]; }; then
 			return 1
 		fi
 	done
 }
-# waitgone CENTIS PID START [PGRP DIR]: gone within CENTIS hundredths.
+# waitgone CENTIS PID START [PGRP]: gone within CENTIS hundredths.
 waitgone() {
 	now
 	e=$((ct + $1))
-	while ! gone "$2" "$3" "$4" "$5"; do
+	while ! gone "$2" "$3" "$4"; do
 		now
 		[ "$ct" -lt "$e" ] || return 1
 		sleep 0.1
@@ -151,21 +157,24 @@ settle() {
 		echo "solar-wrapper: the shell of a finished attempt of this resource (pid $rp) outlives SIGKILL by 5s: end it on the node, then retry" >&2
 		return 1
 	fi
-	gone "$rp" "$rs" "$rg" "$rd" && return 0
-	[ -d "$rd" ] && { echo >"$rd/stop"; } 2>/dev/null
-	if waitgone $((g * 10 + 150)) "$rp" "$rs" "$rg" "$rd"; then
-		now
-		printf "\036%s note ended %s\n" "$n" $((ct - t0))
-		return 0
+	if ! gone "$rp" "$rs" "$rg"; then
+		[ -d "$rd" ] && { echo >"$rd/stop"; } 2>/dev/null
+		if waitgone $((g * 10 + 150)) "$rp" "$rs" "$rg"; then
+			now
+			printf "\036%s note ended %s\n" "$n" $((ct - t0))
+		else
+			kill -s KILL -- "-$rg" 2>/dev/null
+			if ! waitgone 500 "$rp" "$rs" "$rg"; then
+				echo "solar-wrapper: a previous attempt of this resource left process group $rg, which outlives SIGKILL by 5s (a process in uninterruptible sleep, or one that became another user): end it on the node, then retry" >&2
+				return 1
+			fi
+			now
+			printf "\036%s note killed %s\n" "$n" $((ct - t0))
+		fi
 	fi
-	kill -s KILL -- "-$rg" 2>/dev/null
-	if waitgone 500 "$rp" "$rs" "$rg" "$rd"; then
-		now
-		printf "\036%s note killed %s\n" "$n" $((ct - t0))
-		return 0
-	fi
-	echo "solar-wrapper: a previous attempt of this resource left process group $rg, which outlives SIGKILL by 5s (a process in uninterruptible sleep, or one that became another user): end it on the node, then retry" >&2
-	return 1
+	# A killed attempt could not remove its private directory, which
+	# holds its secrets.
+	case $rd in */solar-[0-9]*-[0-9a-f]*) [ ! -d "$rd" ] || rm -rf -- "$rd" ;; esac
 }
 # claim makes the record of this attempt once no earlier attempt of KEY is
 # left on the node. Making it is the atomic step: noclobber opens it with
@@ -195,7 +204,7 @@ claim() {
 		if [ "$x" != "$j" ]; then
 			settle "$K.$n" || return 1
 		fi
-		rm -f -- "$K.$n"
+		rm -f -- "$K.$n" "$K.end"
 	done
 	echo "solar-wrapper: cannot make the record $K" >&2
 	return 1
@@ -217,7 +226,8 @@ claim() {
 p=$!
 # stop ends the attempt: SIGTERM to the group, SIGKILL once the script is
 # gone or GRACE tenths of a second have passed. The private directory,
-# which holds secrets, goes before the SIGKILL that ends this shell too.
+# which holds secrets, goes before the SIGKILL that ends this shell too,
+# and K.end notes when the group was killed (see gone).
 # Of the two processes of the watchdog, the first to stop does it.
 stop() {
 	trap "" TERM
@@ -231,6 +241,10 @@ stop() {
 		i=$((i + 1))
 	done
 	rm -rf -- "$d"
+	if [ -n "$me" ]; then
+		now
+		printf "%s %s\n" "$ct" "$me" >"$K.end"
+	fi
 	kill -KILL 0
 }
 # The watchdog reads the controller: heartbeats, or stop. An asynchronous
