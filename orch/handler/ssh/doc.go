@@ -65,7 +65,9 @@
 // ~/.cache/solar/running/KEY ($XDG_CACHE_HOME when set), KEY a hash of the
 // node's address and the resource's name (Attempt.Key), that names its
 // process group by the wrapper's pid and start time and the kernel's boot
-// id, so that a reused pid is never taken for it. Before its script
+// id, so that a reused pid is never taken for it; a stop that kills the
+// group notes when (KEY.end), so that a process that got the group's
+// number since is not taken for it either. Before its script
 // starts, a new attempt settles the record it finds: a finished attempt
 // is let end (what its script left running, a service, stays); a running
 // one is asked to stop as above, and its group is killed with SIGKILL if
