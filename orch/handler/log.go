@@ -11,7 +11,7 @@ import (
 // stream.
 type Line struct {
 	At     time.Time
-	Stream byte // 'o' stdout, 'e' stderr, '!' a note from solar (dropped lines)
+	Stream byte // 'o' stdout, 'e' stderr, '!' a note from solar (dropped lines, a previous attempt killed)
 	Text   string
 }
 
@@ -80,6 +80,13 @@ func (l *lineLog) write(s byte, p []byte) {
 		buf = buf[lineMax:]
 	}
 	l.partial[i] = append(l.partial[i][:0], buf...)
+}
+
+// note adds a line of solar's own ('!') to the log.
+func (l *lineLog) note(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.add('!', []byte(text))
 }
 
 // add keeps one line (with mu held).

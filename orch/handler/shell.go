@@ -76,6 +76,10 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	grace := killGrace(s.KillGrace)
 	var stdout, stderr tail
 	log := newLineLog(liveOutput(req))
+	key := req.Resource
+	if req.Check {
+		key = ""
+	}
 	ended, hostErr := host.Exec(attempt, Attempt{
 		Task:    req.Task,
 		BaseDir: req.BaseDir,
@@ -88,6 +92,8 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		Stderr:  io.MultiWriter(&stderr, log.stream('e')),
 		Started: req.Started,
 		Gate:    req.Gate,
+		Key:     key,
+		Note:    log.note,
 	})
 
 	changed, outputs, resultErr := true, map[string]any(nil), ended.ResultErr

@@ -67,6 +67,16 @@ type Attempt struct {
 	// Gate, if set, is called just before the script starts; an error
 	// stops the attempt there, and Exec returns it (see Request.Gate).
 	Gate func() error
+	// Key names what the attempt acts on: the resource. A host whose
+	// attempts can outlive their caller (a remote one) starts the script
+	// only once no earlier attempt of the same Key is left running there,
+	// waiting for it or killing it if need be. "" is an attempt that may
+	// run beside others: it changes nothing (check mode).
+	Key string
+	// Note, if set, is told, a line at a time and from any goroutine, what
+	// the host did on the attempt's behalf that its log should show: a
+	// previous attempt it had to wait for or kill.
+	Note func(string)
 }
 
 // ErrGate wraps the error of an attempt's Gate: the script did not start.

@@ -58,14 +58,38 @@
 // A watchdog in the wrapper ends the script's process group (SIGTERM, then
 // SIGKILL after the grace time) when the controller says stop (a timeout,
 // orch stop --kill, a second Ctrl-C), when stdin closes (the controller died or the
-// connection was closed), or when heartbeats stop arriving for three
-// keepalive periods (a partition). The SSH "signal" request is not used:
+// connection was closed), when heartbeats stop arriving for three
+// keepalive periods (a partition), or when a later attempt of the same
+// resource asks it to (below). The SSH "signal" request is not used:
 // OpenSSH ignores it for many logins.
+//
+// A new attempt of a resource never starts on a node beside an earlier
+// one, even one whose controller the node does not know to be gone yet (a
+// runner killed and resumed at once; a retry the moment a cut link
+// heals). Every attempt keeps a record on the node,
+// ~/.cache/solar/running/KEY ($XDG_CACHE_HOME when set), KEY a hash of the
+// node's address and the resource's name (Attempt.Key), that names its
+// process group by the wrapper's pid and start time and the kernel's boot
+// id, so that a reused pid is never taken for it; a stop that kills the
+// group notes when (KEY.end), so that a process that got the group's
+// number since is not taken for it either. Before its script
+// starts, a new attempt settles the record it finds: a finished attempt
+// is let end (what its script left running, a service, stays); a running
+// one is asked to stop as above, and its group is killed with SIGKILL if
+// it is not gone after the grace and 1.5s more; the new attempt waits
+// until no live process of the group is left and tells the task's log
+// (a note, Attempt.Note). A group that outlives SIGKILL by 5s (a process
+// in uninterruptible sleep, or one that became another user) fails the
+// attempt, naming the group, and its record stays for the next attempt.
+// The record is created with O_EXCL (the shell's noclobber), so of two
+// attempts one makes it, and removed with the private directory: the
+// common path costs no process. Check-mode attempts change nothing and
+// keep no record.
 //
 // # What a node needs
 //
 // A POSIX /bin/sh, GNU coreutils (head, mkdir, mktemp, mv -T, chmod, rm,
-// sleep) and tar.
+// sleep), tar and the /proc of Linux, where attempts are found.
 // The login shell must understand "exec /bin/sh -c '...'" (sh, bash, dash,
 // ksh, zsh).
 package ssh

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -29,7 +30,7 @@ var (
 
 // protocolVersion is the first word the wrapper reads; bump it with any
 // change to what travels on stdin.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // resultLimit bounds the result file read back from a node, as for local
 // attempts.
@@ -103,6 +104,7 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 
 	nonce := newNonce()
 	tw := newTrailerWriter(a.Stdout, nonce)
+	tw.note = func(what string, waited time.Duration) { note(a, p.node, what, waited) }
 	errTail := &lastBytes{w: a.Stderr}
 	s.Stdout, s.Stderr = tw, errTail
 	stdin, err := s.StdinPipe()
@@ -121,8 +123,8 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	}
 	hbWait := int(3 * cfg.Keepalive / time.Second)
 	hbWait = max(hbWait, 3)
-	header := fmt.Sprintf("%d %s %s %d %d %d %d\n", protocolVersion, nonce, b.hash,
-		int(grace/(100*time.Millisecond)), hbWait, len(env), resultLimit)
+	header := fmt.Sprintf("%d %s %s %d %d %d %d %s\n", protocolVersion, nonce, b.hash,
+		int(grace/(100*time.Millisecond)), hbWait, len(env), resultLimit, recordKey(p.node, a.Key))
 	in := newStdinWriter(stdin)
 	in.send(append([]byte(header), env...))
 
@@ -185,6 +187,37 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 		waitErr = errors.New("the wrapper ended without reporting")
 	}
 	return handler.Ended{}, false, p.lostErr(c, waitErr)
+}
+
+// recordKey is the KEY of the wrapper's protocol: the name of the record
+// by which the next attempt of the same resource on the node finds this
+// one. It hashes the node's address, as the store gives it, with the key,
+// so that two servers on one machine sharing a login (tests, or two
+// stores that reach the node differently) do not take each other's
+// attempts for their own. "-" is no record: an attempt that may run
+// beside others.
+func recordKey(n *Node, key string) string {
+	if key == "" {
+		return "-"
+	}
+	sum := sha256.Sum256([]byte(n.Addr() + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// note tells the attempt's log what the wrapper had to do before the
+// script could start: wait for a previous attempt of the same resource
+// ("ended") or kill it ("killed").
+func note(a handler.Attempt, n *Node, what string, waited time.Duration) {
+	if a.Note == nil {
+		return
+	}
+	w := waited.Round(100 * time.Millisecond).String()
+	switch what {
+	case "ended":
+		a.Note(fmt.Sprintf("waited %s for a previous attempt's process group left on node %s to end", w, n.Name))
+	case "killed":
+		a.Note(fmt.Sprintf("killed a previous attempt's process group left on node %s: it was not gone %s after being asked to stop", n.Name, w))
+	}
 }
 
 // exitOf turns the wrapper's view of the script's status into an Exit:
@@ -376,8 +409,12 @@ func (l *lastBytes) text() string {
 //	exit CODE none\n
 //	exit CODE odd\n
 //	exit CODE result\n CONTENT \n NONCE .\n
+//
+// A note, "note WHAT CENTISECONDS\n" after the marker, is no report: it
+// goes to note, and output goes on after it.
 type trailerWriter struct {
 	out      io.Writer
+	note     func(what string, waited time.Duration) // nil drops notes
 	marker   []byte
 	end      []byte
 	mu       sync.Mutex
@@ -398,20 +435,21 @@ func newTrailerWriter(out io.Writer, nonce string) *trailerWriter {
 func (t *trailerWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(p)
+	return len(p), t.write(p)
+}
+
+func (t *trailerWriter) write(p []byte) error {
 	if t.found {
-		t.addReport(p)
-		return n, nil
+		return t.addReport(p)
 	}
 	data := append(t.hold, p...)
 	if i := bytes.Index(data, t.marker); i >= 0 {
 		if _, err := t.out.Write(data[:i]); err != nil {
-			return n, err
+			return err
 		}
 		t.found = true
 		t.hold = nil
-		t.addReport(data[i+len(t.marker):])
-		return n, nil
+		return t.addReport(data[i+len(t.marker):])
 	}
 	keep := 0
 	for k := min(len(data), len(t.marker)-1); k > 0; k-- {
@@ -421,22 +459,43 @@ func (t *trailerWriter) Write(p []byte) (int, error) {
 		}
 	}
 	if _, err := t.out.Write(data[:len(data)-keep]); err != nil {
-		return n, err
+		return err
 	}
 	t.hold = append([]byte(nil), data[len(data)-keep:]...)
-	return n, nil
+	return nil
 }
 
-// addReport keeps report bytes, at most what a whole report can be.
-func (t *trailerWriter) addReport(p []byte) {
+// addReport keeps report bytes, at most what a whole report can be. A
+// note ends at its line's end, and what follows is output again.
+func (t *trailerWriter) addReport(p []byte) error {
 	room := resultLimit + 256 - len(t.report)
 	if room > 0 {
 		t.report = append(t.report, p[:min(len(p), room)]...)
+	}
+	if line, rest, ok := bytes.Cut(t.report, []byte("\n")); ok && !t.closed && bytes.HasPrefix(line, []byte("note ")) {
+		t.tellNote(string(line))
+		rest = append([]byte(nil), rest...)
+		t.found, t.report = false, nil
+		return t.write(rest)
 	}
 	if !t.closed && t.whole() {
 		t.closed = true
 		close(t.complete)
 	}
+	return nil
+}
+
+// tellNote passes on a note line, "note WHAT CENTISECONDS".
+func (t *trailerWriter) tellNote(line string) {
+	f := strings.Fields(line)
+	if t.note == nil || len(f) != 3 {
+		return
+	}
+	centis, err := strconv.Atoi(f[2])
+	if err != nil {
+		return
+	}
+	t.note(f[1], time.Duration(centis)*10*time.Millisecond)
 }
 
 func (t *trailerWriter) whole() bool {

@@ -536,7 +536,8 @@ func TestMaxSessionsNotExceeded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			req := request(base, "n1")
-			req.Task = fmt.Sprintf("t%d", i)
+			// Twenty resources: attempts of one resource never run at once.
+			req.Resource, req.Task = fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i)
 			req.Inputs = map[string]any{"out": out}
 			_, errs[i] = sh.Run(context.Background(), req)
 		}()
