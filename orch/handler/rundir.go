@@ -336,14 +336,15 @@ func removeEnded() {
 }
 
 // Settle removes the files of every attempt that has ended, waits for
-// those being removed, then removes the run directories no attempt uses.
-// A process that runs attempts calls it before it exits (a runner does at
-// the end of each run), and before it looks for what attempts left
-// behind.
+// those being removed, then removes the run directories no attempt uses
+// and waits for their watchdogs to exit. A process that runs attempts
+// calls it before it exits (a runner does at the end of each run), and
+// before it looks for what attempts left behind.
 func Settle() {
 	removeEnded()
 	removing.wait()
 	removeIdleRunDirs()
+	reapWatchdogs()
 }
 
 // behindSet counts work going on behind; wait returns once none is left.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -150,8 +151,15 @@ func startWatchdog(dir, notes string, grace time.Duration) (*watchdog, error) {
 	return &watchdog{pid: pid, w: fds[1]}, nil
 }
 
-// end tells the watchdog that the executor let its directory go, and
-// reaps it once it has exited (at once: it only reads the line).
+// endedWatchdogs are the watchdogs told to end that Settle has not
+// reaped yet.
+var endedWatchdogs struct {
+	sync.Mutex
+	pids []int
+}
+
+// end tells the watchdog that the executor let its directory go: it exits
+// at once, and Settle reaps it.
 func (wd *watchdog) end() {
 	if wd == nil || wd.w < 0 {
 		return
@@ -159,12 +167,26 @@ func (wd *watchdog) end() {
 	_, _ = syscall.Write(wd.w, []byte("end\n"))
 	_ = syscall.Close(wd.w)
 	wd.w = -1
-	go func(pid int) {
+	endedWatchdogs.Lock()
+	endedWatchdogs.pids = append(endedWatchdogs.pids, wd.pid)
+	endedWatchdogs.Unlock()
+}
+
+// reapWatchdogs waits for the watchdogs told to end. It takes a
+// millisecond or so (a shell reading a line), and once it returns no
+// watchdog holds a run directory's notes file open any more (a file
+// system holding it can be unmounted).
+func reapWatchdogs() {
+	endedWatchdogs.Lock()
+	pids := endedWatchdogs.pids
+	endedWatchdogs.pids = nil
+	endedWatchdogs.Unlock()
+	for _, pid := range pids {
 		var ws syscall.WaitStatus
 		for {
 			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
-				return
+				break
 			}
 		}
-	}(wd.pid)
+	}
 }
