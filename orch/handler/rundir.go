@@ -26,7 +26,9 @@ import (
 // takes a free slot, writes its note there before its script starts and
 // again once the group is known, and clears it when the script has
 // ended. A note file per attempt, made, rewritten and removed, cost about
-// 20 µs; three writes to a slot cost 2.
+// 20 µs; three writes to a slot cost 2. The directory's watchdog
+// (watchdog.go) reads them should the executor die; the next executor's
+// SweepTemp reads them again.
 const notesFile = "groups"
 
 // noteSlot is the size of one note in notesFile: a note longer than that
