@@ -130,10 +130,14 @@ func startWatchdog(dir, notes string, grace time.Duration) (*watchdog, error) {
 	}
 	argv := []string{interpreter, "-c", watchdogProgram, watchdogName,
 		strconv.FormatInt(ms, 10), strconv.Itoa(os.Getpid()), dir, shortTempRoot()}
-	env := []string{"LC_ALL=C"}
-	if path, ok := os.LookupEnv("PATH"); ok {
-		env = append(env, "PATH="+path)
+	// Nothing of the executor's environment but where the tools are: the
+	// watchdog must not carry an attempt's token, and tr, sed, grep and
+	// sleep must be found even under a bare PATH.
+	path := "/usr/bin:/bin"
+	if p := os.Getenv("PATH"); p != "" {
+		path = p + ":" + path
 	}
+	env := []string{"LC_ALL=C", "PATH=" + path}
 	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   env,
