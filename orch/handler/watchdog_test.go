@@ -91,6 +91,17 @@ func TestWatchdogEndsANoteOfADeadExecutor(t *testing.T) {
 	note(4, "t.run#4", Group{Boot: bootID(), PGID: daemon.cmd.Process.Pid, Token: newToken()})
 	(attemptFiles{rd: rd, slot: 4}).clearNote()
 
+	// Ctrl-C at the terminal, or a kill of the runner's group, does not end
+	// the watchdog first.
+	wd := rd.watch.pid
+	waitSignalsIgnored(t, wd, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		_ = syscall.Kill(wd, sig)
+	}
+	if pg, _ := syscall.Getpgid(wd); pg == syscall.Getpgrp() {
+		t.Errorf("watchdog in the executor's process group %d, want a session of its own", pg)
+	}
+
 	// The executor dies: its end of the pipe closes without "end".
 	start := time.Now()
 	_ = syscall.Close(rd.watch.w)
@@ -104,7 +115,7 @@ func TestWatchdogEndsANoteOfADeadExecutor(t *testing.T) {
 	} else if d := time.Since(start); d < grace {
 		t.Errorf("group ignoring SIGTERM killed after %s, before the grace of %s", d, grace)
 	}
-	waitWatchdog(t, rd.watch.pid)
+	waitWatchdog(t, wd)
 	for name, p := range map[string]watchedProc{"reused group id": reused, "other boot": otherBoot, "ended attempt's daemon": daemon} {
 		if ended, how := p.endedWithin(0); ended {
 			t.Errorf("%s: ended by %s, want it left alone", name, how)
@@ -180,4 +191,34 @@ func TestWatchdogEndsWithTheRunDir(t *testing.T) {
 func processRuns(pid int) bool {
 	st, err := readStat(pid)
 	return err == nil && st.state != 'Z'
+}
+
+// waitSignalsIgnored waits until process pid ignores every one of sigs
+// (/proc/PID/status, SigIgn).
+func waitSignalsIgnored(t *testing.T, pid int, sigs ...syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			t.Fatalf("watchdog %d: %v", pid, err)
+		}
+		var ign uint64
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				ign, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			}
+		}
+		all := true
+		for _, sig := range sigs {
+			all = all && ign&(1<<(uint(sig)-1)) != 0
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watchdog %d does not ignore %v (SigIgn %x)", pid, sigs, ign)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
