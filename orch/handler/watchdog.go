@@ -52,7 +52,7 @@ IFS= read -r word
 grace=$1 runner=$2 dir=$3 cproot=$4
 read -r boot </proc/sys/kernel/random/boot_id || boot=
 groups= tokens=
-for n in $(tr '\0' '\n' <&3 | sed -n 's/.*"group":{"pgid":\([0-9]*\),"start":\([0-9]*\),"boot":"\([0-9a-f-]*\)"\(,"token":"\([0-9a-f]*\)"\)\{0,1\}}}$/\1:\2:\3:\5/p'); do
+for n in $(tr '\0' '\n' <&3 | sed -n 's/.*"group":{"pgid":\([0-9]*\),"start":\([0-9]*\),"boot":"\([0-9a-f-]*\)"\(,"token":"\([0-9a-f]*\)"\)\{0,1\}[^{}]*}}$/\1:\2:\3:\5/p'); do
 	pg=${n%%:*} n=${n#*:}
 	st=${n%%:*} n=${n#*:}
 	bt=${n%%:*} tk=${n#*:}
