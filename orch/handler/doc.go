@@ -55,7 +55,8 @@
 // session of its own that outlives the executor. When its pipe from the
 // executor closes without the word that the executor let the directory
 // go, it ends every group still noted in the directory's notes file
-// (SIGTERM, the attempt's grace, SIGKILL), then removes the directory.
+// (SIGTERM, the grace of the attempt that made the directory, then
+// SIGKILL), then removes the directory.
 // An attempt's note is cleared when its script has ended: what the script
 // left running (a service it started) is never the watchdog's. What a
 // watchdog did not end (it was killed too; an Ansible attempt, noted in a

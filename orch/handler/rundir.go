@@ -43,7 +43,7 @@ type runDir struct {
 	slots int   // slots handed out so far
 	users int   // attempts whose files are in it
 	gone  bool  // found removed from under the process: no attempt takes it any more
-	watch *watchdog
+	watch *watchdog // ends the noted groups should the executor die
 }
 
 // runDirs are this process's run directories, by parent.
