@@ -38,12 +38,13 @@ const noteSlot = 1024
 // runDir is a private directory of the run.
 type runDir struct {
 	path  string
-	notes int       // notesFile, open for writing; -1 once closed
-	free  []int     // slots of notesFile no attempt has
-	slots int       // slots handed out so far
-	users int       // attempts whose files are in it
-	gone  bool      // found removed from under the process: no attempt takes it any more
-	watch *watchdog // ends the noted groups should the executor die
+	notes int   // notesFile, open for writing; -1 once closed
+	free  []int // slots of notesFile no attempt has
+	slots int   // slots handed out so far
+	users int   // attempts whose files are in it
+	gone  bool  // found removed from under the process: no attempt takes it any more
+	// watch ends the noted groups should the executor die.
+	watch *watchdog
 }
 
 // runDirs are this process's run directories, by parent.
