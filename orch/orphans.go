@@ -15,7 +15,9 @@ import (
 // when the runner dies (kill -9, a crash, the machine's OOM killer) the
 // next runner can make sure nothing of it still runs before the task runs
 // again. The scripts normally die with their runner (a parent-death
-// signal); this is the second line, for what they started.
+// signal), and what they started with them (the run directory's watchdog,
+// see package handler); this is the second line, for a watchdog that was
+// killed too or a group that outlived it.
 
 func groupPrefix(uid string) string  { return "group/" + uid + "/" }
 func groupKey(uid, id string) string { return groupPrefix(uid) + id }

@@ -131,6 +131,8 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"sshdlog":    servers.log,
 			"damage":     cmdDamage,
 			"alive":      cmdAlive,
+			"groupgone":  cmdGroupGone,
+			"watchdog":   cmdWatchdog,
 			"snapstore":  cmdSnapstore,
 			"cmpstore":   cmdCmpstore,
 		},

@@ -47,6 +47,21 @@
 // process group or session escapes; that is the price of not needing a
 // cgroup.
 //
+// # When the executor dies
+//
+// A script gets SIGKILL the moment its executor dies (a parent-death
+// signal), and the rest of its process group soon after: each run
+// directory has a watchdog (watchdog.go), a small /bin/sh program in a
+// session of its own that outlives the executor. When its pipe from the
+// executor closes without the word that the executor let the directory
+// go, it ends every group still noted in the directory's notes file
+// (SIGTERM, the grace of the attempt that made the directory, then
+// SIGKILL), then removes the directory.
+// An attempt's note is cleared when its script has ended: what the script
+// left running (a service it started) is never the watchdog's. What a
+// watchdog did not end (it was killed too; an Ansible attempt, noted in a
+// directory of its own) the next executor does (SweepTemp).
+//
 // # Secrets
 //
 // The values of inputs marked Sensitive, and of outputs whose name is a

@@ -17,7 +17,8 @@ import (
 )
 
 // program is a program to run on this machine, in a process group of its
-// own that dies with the executor.
+// own whose leader dies with the executor (the rest of the group, once
+// noted in a run directory, by that directory's watchdog).
 type program struct {
 	argv []string // argv[0] is the program's path
 	// noExec, if set, is run instead when the kernel cannot run argv[0]

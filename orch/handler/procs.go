@@ -21,6 +21,9 @@ import (
 // Group identifies the process group of a running attempt on this
 // machine, durably enough to find it again from another process after the
 // executor died: the group id alone may by then name a stranger's group.
+// A run directory's watchdog reads its JSON with a fixed pattern
+// (watchdogProgram): a new field goes after Token, or the pattern changes
+// with it (TestWatchdogEndsANoteOfADeadExecutor fails otherwise).
 type Group struct {
 	PGID int `json:"pgid"`
 	// Start is a time, in clock ticks since boot (the unit of

@@ -26,7 +26,9 @@ import (
 // takes a free slot, writes its note there before its script starts and
 // again once the group is known, and clears it when the script has
 // ended. A note file per attempt, made, rewritten and removed, cost about
-// 20 µs; three writes to a slot cost 2.
+// 20 µs; three writes to a slot cost 2. The directory's watchdog
+// (watchdog.go) reads them should the executor die; the next executor's
+// SweepTemp reads them again.
 const notesFile = "groups"
 
 // noteSlot is the size of one note in notesFile: a note longer than that
@@ -41,6 +43,8 @@ type runDir struct {
 	slots int   // slots handed out so far
 	users int   // attempts whose files are in it
 	gone  bool  // found removed from under the process: no attempt takes it any more
+	// watch ends the noted groups should the executor die.
+	watch *watchdog
 }
 
 // runDirs are this process's run directories, by parent.
@@ -62,10 +66,11 @@ func (a attemptFiles) result() string { return filepath.Join(a.rd.path, a.seq+"-
 
 // newAttemptFiles gives an attempt its files in the run directory under
 // parent ("" is the host's choice, see localTempDir) and writes its
-// inputs file.
-func newAttemptFiles(parent string, inputs []byte) (attemptFiles, error) {
+// inputs file. grace is the watchdog's, should the directory be made now
+// (see makeRunDir).
+func newAttemptFiles(parent string, inputs []byte, grace time.Duration) (attemptFiles, error) {
 	for tries := 0; ; tries++ {
-		a, err := takeAttemptFiles(parent)
+		a, err := takeAttemptFiles(parent, grace)
 		if err != nil {
 			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
 		}
@@ -134,10 +139,10 @@ func (a attemptFiles) removeAttemptDir() {
 
 // takeAttemptFiles takes a number and a note slot in the run directory
 // under parent, making the directory if need be.
-func takeAttemptFiles(parent string) (attemptFiles, error) {
+func takeAttemptFiles(parent string, grace time.Duration) (attemptFiles, error) {
 	runDirs.Lock()
 	defer runDirs.Unlock()
-	rd, err := runDirUnder(parent)
+	rd, err := runDirUnder(parent, grace)
 	if err != nil {
 		return attemptFiles{}, err
 	}
@@ -162,12 +167,12 @@ func takeAttemptFiles(parent string) (attemptFiles, error) {
 // session's dir after su), an explicit $TMPDIR comes next, then /dev/shm
 // (the tmpfs every Linux has; the run's dir in it is still 0700), then
 // os.TempDir(). It is called with runDirs held.
-func runDirUnder(parent string) (*runDir, error) {
+func runDirUnder(parent string, grace time.Duration) (*runDir, error) {
 	return inFirstParent(parent, func(p string) (*runDir, error) {
 		if rd := runDirs.byParent[p]; rd != nil {
 			return rd, nil
 		}
-		rd, err := makeRunDir(p)
+		rd, err := makeRunDir(p, grace)
 		if err != nil {
 			return nil, err
 		}
@@ -179,18 +184,27 @@ func runDirUnder(parent string) (*runDir, error) {
 	})
 }
 
-// makeRunDir makes a run directory and its notes file in parent.
-func makeRunDir(parent string) (*runDir, error) {
+// makeRunDir makes a run directory and its notes file in parent, and
+// starts its watchdog, which ends its attempts' groups with grace should
+// the executor die.
+func makeRunDir(parent string, grace time.Duration) (*runDir, error) {
 	dir, err := localTempDir(parent)
 	if err != nil {
 		return nil, err
 	}
-	fd, err := syscall.Open(filepath.Join(dir, notesFile), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	notes := filepath.Join(dir, notesFile)
+	fd, err := syscall.Open(notes, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, notesFile), Err: err}
+		return nil, &os.PathError{Op: "open", Path: notes, Err: err}
 	}
-	return &runDir{path: dir, notes: fd}, nil
+	wd, err := startWatchdog(dir, notes, grace)
+	if err != nil {
+		_ = syscall.Close(fd)
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &runDir{path: dir, notes: fd, watch: wd}, nil
 }
 
 // forgetRunDir drops rd, which is gone, so that the next attempt makes a
@@ -213,6 +227,7 @@ func (rd *runDir) closeIfUnused() {
 	if rd.gone && rd.users == 0 && rd.notes >= 0 {
 		_ = syscall.Close(rd.notes)
 		rd.notes = -1
+		rd.watch.end()
 	}
 }
 
@@ -366,14 +381,15 @@ func removeEnded() {
 }
 
 // Settle removes the files of every attempt that has ended, waits for
-// those being removed, then removes the run directories no attempt uses.
-// A process that runs attempts calls it before it exits (a runner does at
-// the end of each run), and before it looks for what attempts left
-// behind.
+// those being removed, then removes the run directories no attempt uses
+// and waits for their watchdogs to exit. A process that runs attempts
+// calls it before it exits (a runner does at the end of each run), and
+// before it looks for what attempts left behind.
 func Settle() {
 	removeEnded()
 	removing.wait()
 	removeIdleRunDirs()
+	reapWatchdogs()
 }
 
 // behindSet counts work going on behind; wait returns once none is left.

@@ -126,7 +126,7 @@ func (Local) Close() error { return nil }
 // result file. The attempt's files, which hold secrets, go soon after,
 // whatever happened (attemptFiles.end).
 func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
-	files, err := newAttemptFiles(a.TempDir, a.Inputs)
+	files, err := newAttemptFiles(a.TempDir, a.Inputs, a.Grace)
 	if err != nil {
 		return Ended{}, l.startErr(a, err)
 	}
