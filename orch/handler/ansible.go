@@ -98,7 +98,8 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	}
 
 	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
-	files, err := newAnsibleFiles(h.TempDir, target, vars, g.Token)
+	grace := killGrace(h.KillGrace)
+	files, err := newAnsibleFiles(h.TempDir, grace, target, vars, g.Token)
 	if err != nil {
 		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
 	}
@@ -106,7 +107,6 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 
 	attempt, cancel := attemptContext(ctx, req)
 	defer cancel()
-	grace := killGrace(h.KillGrace)
 	args := []string{"-i", files.inventory, "-e", "@" + files.vars}
 	if req.Check {
 		args = append(args, "--check")
@@ -246,12 +246,13 @@ const hostKeyAlias = "solar-trusted-node"
 const controlDirPrefix = "solar-cp-"
 
 // newAnsibleFiles makes the attempt's directory in the run directory
-// under parent and writes there the extra vars (0600: inputs may be
+// under parent (whose watchdog, if it starts it, gives groups grace) and
+// writes there the extra vars (0600: inputs may be
 // secret), the inventory (one host), the callback plugin and, for a
 // node, the known_hosts file, which goes in the attempt's SSH control
 // directory made here too: its path is then solar's own text throughout.
-func newAnsibleFiles(parent string, t AnsibleTarget, vars []byte, token string) (f ansibleFiles, err error) {
-	if f.attempt, err = newAttemptDir(parent); err != nil {
+func newAnsibleFiles(parent string, grace time.Duration, t AnsibleTarget, vars []byte, token string) (f ansibleFiles, err error) {
+	if f.attempt, err = newAttemptDir(parent, grace); err != nil {
 		return f, err
 	}
 	dir := f.attempt.attemptDir()

@@ -624,7 +624,7 @@ func TestSweepTempRemovesDeadRunnersControlDirs(t *testing.T) {
 func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFmPqW6vJ3Q1wQ3b6h5kq7nV2m0b4Jm5r9cV3cD0e1fA"
 	target := AnsibleTarget{Name: "n1", Host: "127.0.0.2\n* " + key, Port: 2222, User: "u", HostKey: key}
-	f, err := newAnsibleFiles(t.TempDir(), target, []byte("{}\n"), newToken())
+	f, err := newAnsibleFiles(t.TempDir(), time.Second, target, []byte("{}\n"), newToken())
 	if err != nil {
 		t.Fatal(err)
 	}

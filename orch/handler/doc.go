@@ -58,9 +58,10 @@
 // (SIGTERM, the grace of the attempt that made the directory, then
 // SIGKILL), then removes the directory.
 // An attempt's note is cleared when its script has ended: what the script
-// left running (a service it started) is never the watchdog's. What a
-// watchdog did not end (it was killed too; an Ansible attempt, noted in a
-// directory of its own) the next executor does (SweepTemp).
+// left running (a service it started) is never the watchdog's. An Ansible
+// attempt takes a slot and keeps its files in the run directory like a
+// shell one, so the same watchdog ends it. What a watchdog did not end (it
+// was killed too) the next executor does (SweepTemp).
 //
 // # Secrets
 //

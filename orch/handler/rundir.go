@@ -104,10 +104,11 @@ func (a attemptFiles) attemptDir() string { return filepath.Join(a.rd.path, a.se
 // directory of its own in the run directory under parent, so that what
 // removes the run directory of a dead executor (SweepTemp) removes the
 // attempt's files too, and what kills the groups its notes name kills
-// the attempt's. The attempt ends with removeAttemptDir.
-func newAttemptDir(parent string) (attemptFiles, error) {
+// the attempt's. grace is as for takeAttemptFiles. The attempt ends with
+// removeAttemptDir.
+func newAttemptDir(parent string, grace time.Duration) (attemptFiles, error) {
 	for tries := 0; ; tries++ {
-		a, err := takeAttemptFiles(parent)
+		a, err := takeAttemptFiles(parent, grace)
 		if err != nil {
 			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
 		}
