@@ -1,5 +1,6 @@
 // Package fileread reads a file that solar did not write and must not
-// trust: a script's result file, a base's meta.yaml, a composition. It
+// trust: a script's result file, a base's meta.yaml, a composition, a
+// node's private key (PrivateKey, for every reader of one). It
 // opens without blocking, so that a FIFO put in the file's place cannot
 // hang solar, insists on a regular file, and reads at most a limit.
 package fileread
@@ -117,4 +118,25 @@ func Kind(m os.FileMode) string {
 		return "a symbolic link"
 	}
 	return m.Type().String()
+}
+
+// MaxPrivateKey bounds a private key file: the largest OpenSSH writes (RSA
+// of 16384 bits) is about 13 KiB.
+const MaxPrivateKey = 64 << 10
+
+// PrivateKey reads the file an operator named as a private key (a node's
+// ssh_key) as Read does, at most MaxPrivateKey bytes: a device such as
+// /dev/zero or a huge file would otherwise be read until memory runs out,
+// and a FIFO would block whoever reads it. It does not parse the key. Its
+// errors wrap Read's and say what to give instead; the caller adds which
+// node and input named the file.
+func PrivateKey(name string) ([]byte, error) {
+	raw, err := Read(name, MaxPrivateKey)
+	switch {
+	case errors.Is(err, ErrNotRegular):
+		return nil, fmt.Errorf("%w: give the path of a private key file", err)
+	case errors.Is(err, ErrTooLarge):
+		return nil, fmt.Errorf("%w: a private key is a few KiB; give the path of a private key file", err)
+	}
+	return raw, err
 }

@@ -97,3 +97,46 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read of a missing file = %v, want os.ErrNotExist", err)
 	}
 }
+
+// PrivateKey reads a key file as Read does, bounded at MaxPrivateKey, and
+// its errors say what to give instead while errors.Is still sees Read's.
+func TestPrivateKey(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := PrivateKey(key); err != nil || !strings.HasPrefix(string(data), "-----BEGIN") {
+		t.Errorf("PrivateKey of a key file = %q, %v", data, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, MaxPrivateKey+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path, msg string
+		err       error
+	}{
+		{fifo, "not a regular file (a FIFO): give the path of a private key file", ErrNotRegular},
+		{"/dev/zero", "not a regular file (a device): give the path of a private key file", ErrNotRegular},
+		{big, "too large: 65537 bytes, more than 65536: a private key is a few KiB; give the path of a private key file", ErrTooLarge},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := PrivateKey(tt.path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != tt.msg || !errors.Is(err, tt.err) {
+				t.Errorf("PrivateKey(%s) = %v, want %q wrapping %v", tt.path, err, tt.msg, tt.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("PrivateKey(%s) still blocks after 10s", tt.path)
+		}
+	}
+}

@@ -12,11 +12,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/solarops/solar/internal/fileread"
 )
 
 // The Ansible handler runs an action's playbook with ansible-playbook on
@@ -194,7 +197,61 @@ func (h *Ansible) resolve(req Request) (prog, path string, target AnsibleTarget,
 	if !target.Local && !plainHostName(target.Name) {
 		return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node name %q cannot name an Ansible host: rename the node to letters, digits and _ . -", target.Name)}
 	}
+	if !target.Local && target.KeyPath != "" {
+		// ssh would read the file unchecked: a FIFO would hang the task
+		// until its timeout, a device be read. The path checked is the one
+		// ssh is given.
+		key, err := ansibleKeyFile(target.KeyPath, req.BaseDir)
+		if err == nil {
+			var raw []byte
+			raw, err = fileread.PrivateKey(key)
+			clear(raw)
+		}
+		if err != nil {
+			return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("node %s: ssh_key %s: %v", target.Name, target.KeyPath, err)}
+		}
+		target.KeyPath = key
+	}
 	return prog, path, target, nil
+}
+
+// ansibleKeyFile is the file ssh reads for a node's ssh_key p when
+// ansible-playbook runs in dir: Ansible expands a leading ~ as Python's
+// os.path.expanduser does, and ssh reads a relative path from its working
+// directory, the base's. The path is joined, not cleaned: ".." after a
+// symbolic link is the kernel's to resolve, as it is for ssh. ssh also
+// expands % tokens and ${VAR} in a key's path (IdentityFile), which would
+// make the file it reads another than the one checked: such a path is
+// refused.
+func ansibleKeyFile(p, dir string) (string, error) {
+	if strings.Contains(p, "%") || strings.Contains(p, "${") {
+		return "", errors.New("ssh would expand the % or ${ in it into another path: give the key file's plain path")
+	}
+	if rest, ok := strings.CutPrefix(p, "~"); ok {
+		name, _, _ := strings.Cut(rest, "/")
+		var home string
+		if name == "" {
+			home = os.Getenv("HOME")
+		}
+		if home == "" {
+			u, err := user.Current()
+			if name != "" {
+				u, err = user.Lookup(name)
+			}
+			if err != nil {
+				return "", fmt.Errorf("cannot find the home directory ~%s names: give the key file's full path", name)
+			}
+			home = u.HomeDir
+		}
+		if home = strings.TrimRight(home, "/") + rest[len(name):]; home == "" {
+			home = "/"
+		}
+		return home, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return dir + "/" + p, nil
+	}
+	return p, nil
 }
 
 // readAnsibleResult reads what the solar_result callback wrote; the error

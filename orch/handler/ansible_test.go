@@ -654,3 +654,93 @@ func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
 func sshTargetWithKey(key string) AnsibleTarget {
 	return AnsibleTarget{Name: "n1", Host: "127.0.0.2", Port: 1, HostKey: key}
 }
+
+// A node's ssh_key is checked as the SSH transport checks it before
+// ansible-playbook runs: a FIFO, a device or a huge file fails the task at
+// once, naming the node and the input, wherever the path leads (relative
+// to the base, as ssh reads it; under ~, as Ansible expands it), and a
+// path that ssh would expand into another (% tokens, ${VAR}) is refused.
+// Unchecked, ssh blocked on the FIFO until the task's timeout, and read
+// /dev/zero. A good key reached the same ways still logs in.
+func TestAnsibleBadKeyFileFailsItsTask(t *testing.T) {
+	needAnsible(t)
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	req := ansibleBase(t, "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: \"true\"\n")
+	req.Location = "n1"
+	// Not reached when the key is checked; a bound on the FIFO otherwise.
+	req.Timeout = 20 * time.Second
+	dir := t.TempDir()
+	for _, fifo := range []string{filepath.Join(dir, "fifo"), filepath.Join(req.BaseDir, "fifo"), filepath.Join(home, "fifo")} {
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 3<<30); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(srv.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, good := range []string{filepath.Join(home, "good"), filepath.Join(req.BaseDir, "good")} {
+		if err := os.WriteFile(good, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const fix = ": give the path of a private key file"
+	cases := []struct{ key, want string }{
+		{filepath.Join(dir, "fifo"), "not a regular file (a FIFO)" + fix},
+		{"/dev/zero", "not a regular file (a device)" + fix},
+		{big, fmt.Sprintf("too large: %d bytes, more than 65536: a private key is a few KiB; give the path of a private key file", 3<<30)},
+		{"fifo", "not a regular file (a FIFO)" + fix},
+		{"~/fifo", "not a regular file (a FIFO)" + fix},
+		{"%d/fifo", "ssh would expand the % or ${ in it into another path: give the key file's plain path"},
+		{"${HOME}/fifo", "ssh would expand the % or ${ in it into another path: give the key file's plain path"},
+		{"~/good", ""},
+		{"good", ""},
+	}
+	errs := make([]error, len(cases))
+	outs := make([]string, len(cases))
+	done := make(chan int)
+	for i, c := range cases {
+		go func() {
+			target := sshTarget(srv)
+			target.KeyPath = c.key
+			h := &Ansible{TempDir: t.TempDir(), Target: func(string) (AnsibleTarget, error) { return target, nil }}
+			var res Result
+			res, errs[i] = h.Run(context.Background(), req)
+			outs[i] = res.Stdout
+			done <- i
+		}()
+	}
+	deadline := time.After(2 * time.Minute)
+	for range cases {
+		select {
+		case <-done:
+		case <-deadline:
+			t.Fatal("attempts still running after 2 minutes")
+		}
+	}
+	for i, c := range cases {
+		t.Run(c.key, func(t *testing.T) {
+			err := errs[i]
+			if c.want == "" {
+				if err != nil {
+					t.Errorf("Run: %v\n%s", err, outs[i])
+				}
+				return
+			}
+			want := "node n1: ssh_key " + c.key + ": " + c.want
+			if err == nil || err.Error() != want || !errors.Is(err, ErrFailed) {
+				t.Errorf("Run: %v\nwant %q", err, want)
+			}
+		})
+	}
+}

@@ -145,8 +145,9 @@ type baseUpload struct {
 }
 
 // ensureBase makes sure b is in the node's cache: one session that sweeps
-// stale attempt directories and looks, and one more to upload when it is
-// not there. Concurrent callers for the same base wait for the first.
+// what dead attempts and uploads left (setup.sh) and looks, and one more
+// to upload when it is not there. Concurrent callers for the same base
+// wait for the first.
 func (p *pool) ensureBase(ctx context.Context, b *base) error {
 	p.mu.Lock()
 	u, ok := p.bases[b.hash]

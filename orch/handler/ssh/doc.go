@@ -35,6 +35,8 @@
 // covers every file's path, mode and content. It is unpacked from a tar
 // stream into a fresh directory, made read-only and renamed into place, so
 // concurrent uploads cannot collide and a changed script gets a new HASH.
+// The fresh directory's name (.upload-HASH.PID.*) carries the pid of the
+// shell that unpacks it.
 // Symbolic links are followed on the controller: the node never needs the
 // controller's files.
 //
@@ -86,10 +88,28 @@
 // common path costs no process. Check-mode attempts change nothing and
 // keep no record.
 //
+// # Leftovers
+//
+// A run's first session on a node for each base (setup.sh, which looks
+// for the base in the cache) sweeps what attempts and uploads that died
+// left there: private directories whose wrapper is gone, at once; and,
+// once more than an hour old, so that nothing under way or in the making
+// is touched, uploads cut short whose shell is gone, records of attempts
+// of which no process is left (neither the wrapper nor a member of the
+// group that started while the attempt could run, as the next attempt
+// would judge it, except that a finished attempt's group with members,
+// a service, keeps its record), with their KEY.end notes, and notes with
+// no record. A record is taken away by a rename and removed only if it is
+// still the one judged; one that a new attempt put there meanwhile is put
+// back. With nothing left over, the sweep costs no process; otherwise one
+// find.
+//
 // # What a node needs
 //
 // A POSIX /bin/sh, GNU coreutils (head, mkdir, mktemp, mv -T, chmod, rm,
-// sleep), tar and the /proc of Linux, where attempts are found.
+// sleep), tar and the /proc of Linux, where attempts are found. The sweep
+// of leftovers uses find with -mindepth, -maxdepth and -mmin (GNU
+// findutils, BusyBox); without it, the hour-old leftovers stay.
 // The login shell must understand "exec /bin/sh -c '...'" (sh, bash, dash,
 // ksh, zsh).
 package ssh

@@ -244,22 +244,12 @@ func (cfg *Config) signers(n *Node) ([]gossh.Signer, func(), error) {
 	return signers, done, nil
 }
 
-// maxKeyFile bounds a private key file: the largest OpenSSH writes (RSA of
-// 16384 bits) is about 13 KiB.
-const maxKeyFile = 64 << 10
-
-// readKey reads an unencrypted private key file. The path is the
-// operator's to name, so the file is read as any file solar must not trust
-// (fileread): a device such as /dev/zero or a huge file would otherwise be
-// read until memory runs out, and a FIFO would block the run.
+// readKey reads an unencrypted private key file, which the operator names:
+// it is read as every private key file is (fileread.PrivateKey: regular,
+// bounded, without blocking).
 func readKey(path string) (gossh.Signer, error) {
-	raw, err := fileread.Read(path, maxKeyFile)
-	switch {
-	case errors.Is(err, fileread.ErrNotRegular):
-		return nil, fmt.Errorf("%v: give the path of a private key file", err)
-	case errors.Is(err, fileread.ErrTooLarge):
-		return nil, fmt.Errorf("%v: a private key is a few KiB; give the path of a private key file", err)
-	case err != nil:
+	raw, err := fileread.PrivateKey(path)
+	if err != nil {
 		return nil, err
 	}
 	s, err := gossh.ParsePrivateKey(raw)
