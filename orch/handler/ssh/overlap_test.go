@@ -368,3 +368,51 @@ func TestTrailerNoteBeforeOutput(t *testing.T) {
 		}
 	}
 }
+
+// A damaged note of when a previous attempt's group was killed (K.end)
+// bounds nothing, and does not end the next attempt's wrapper: the
+// attempt, whose predecessor is gone, runs.
+func TestDamagedKillNoteIsIgnored(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.2"})
+	out := shared(t)
+	n := node("n1", srv)
+	_, sh := newTransport(t, map[string]*Node{"n1": n}, Config{})
+	// A first attempt makes the node's record directory, as the login.
+	if _, err := sh.Run(context.Background(), request(newBase(t, "true"), "n1")); err != nil {
+		t.Fatal(err)
+	}
+	// The previous attempt: a shell that is gone.
+	dead := exec.Command("true")
+	dead.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid
+	start := statFields(t, pid)[19]
+	if err := dead.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	boot := strings.TrimSpace(readFile(t, "/proc/sys/kernel/random/boot_id"))
+	record := filepath.Join(srv.Home, ".cache", "solar", "running", recordKey(n, "res"))
+	uid := lookupUID(t, srv.User)
+	for name, text := range map[string]string{
+		record:          fmt.Sprintf("run %d %d %s %s /nonexistent\n", pid, pid, start, boot),
+		record + ".end": fmt.Sprintf("12.5 %d %d %s x\n", pid, pid, start),
+	} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(name) })
+		if err := os.Chown(name, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := request(newBase(t, `touch "$SOLAR_INPUT_OUT/ran"`), "n1")
+	req.Inputs = map[string]any{"out": out}
+	if _, err := sh.Run(context.Background(), req); err != nil {
+		t.Fatalf("Run after a damaged kill note: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ran")); err != nil {
+		t.Errorf("the script did not run: %v", err)
+	}
+}

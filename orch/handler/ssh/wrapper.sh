@@ -100,8 +100,9 @@ gone() {
 	[ -n "$3" ] || return 0
 	gp=$3 gs=$2 ge=
 	if { read -r ge eg ep es el <"$K.end"; } 2>/dev/null && [ "$eg $ep $es" = "$3 $1 $2" ]; then
-		# A second of slack for the tick and the signal on its way.
-		ge=$((ge + 100))
+		# A second of slack for the tick and the signal on its way; a
+		# damaged note bounds nothing.
+		case $ge in "" | *[!0-9]*) ge= ;; *) ge=$((ge + 100)) ;; esac
 	else
 		ge=
 	fi
