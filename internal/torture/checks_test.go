@@ -23,13 +23,20 @@ func checkOutput(t *testing.T, args []string, out string) {
 // checkOverlap fails if any script found its resource's lock taken.
 func checkOverlap(t *testing.T, work string) {
 	t.Helper()
+	if log, bad := overlapLog(t, work); bad {
+		t.Fatalf("two attempts of one resource ran at once:\n%s", log)
+	}
+}
+
+// overlapLog returns the scripts' log, and whether a script found its
+// resource's lock taken.
+func overlapLog(t *testing.T, work string) (string, bool) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(work, "log"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	if bytes.Contains(raw, []byte("OVERLAP")) {
-		t.Fatalf("two attempts of one resource ran at once:\n%s", raw)
-	}
+	return string(raw), bytes.Contains(raw, []byte("OVERLAP"))
 }
 
 func logLen(t *testing.T, work string) int {

@@ -22,10 +22,10 @@ type faults struct {
 func (r *round) chooseFaults() faults {
 	kinds := []string{"", "kill", "kill"}
 	if r.mode.pg {
-		kinds = append(kinds, "crash")
+		kinds = append(kinds, "crash", "crash")
 	}
 	if r.mode.ssh {
-		kinds = append(kinds, "cut")
+		kinds = append(kinds, "cut", "cut")
 	}
 	f := faults{kind: kinds[r.rng.IntN(len(kinds))], at: millis(r.rng.IntN(2000)), second: -1}
 	switch f.kind {
@@ -35,7 +35,14 @@ func (r *round) chooseFaults() faults {
 		f.length = millis(3000 + r.rng.IntN(3000))
 		f.node = r.rng.IntN(len(r.rig.nodes))
 	}
-	if r.mode.pg && r.rng.IntN(2) == 0 {
+	switch {
+	case !r.mode.pg || r.rng.IntN(2) == 0:
+	case f.kind == "crash":
+		// Just after the server is back, while the first runner's long
+		// tasks may still run: where a lock held by a session, which the
+		// crash ended, let the second runner in.
+		f.second = f.at + f.length + millis(r.rng.IntN(1500))
+	default:
 		f.second = millis(r.rng.IntN(6000))
 	}
 	return f
@@ -99,8 +106,6 @@ func (r *round) run(n int, verb string) bool {
 		r.wait(second)
 		runners = append(runners, second)
 	}
-	// An overlap is what matters most: before how the runners ended.
-	checkOverlap(r.t, r.work)
 	what := f.String()
 	switch {
 	case f.kind != "" && !injected:
@@ -108,6 +113,8 @@ func (r *round) run(n int, verb string) bool {
 	case inTask:
 		what += " (a script ran)"
 	}
+	// A violation is what matters most: before how the runners ended.
+	r.checkRunners(fmt.Sprintf("run %d, %s: %s", n, verb, what), runners)
 	var ends []string
 	for _, p := range runners {
 		o := r.judge(n, p, f, injected, len(runners) > 1)
@@ -116,6 +123,27 @@ func (r *round) run(n int, verb string) bool {
 	done, totals := r.settle()
 	r.t.Logf("run %d, %s: %s; %s; then %s", n, verb, what, strings.Join(ends, "; "), totals)
 	return done
+}
+
+// checkRunners fails the round, naming the run, if two attempts of one
+// resource overlapped, or if its runners were starting tasks at the same
+// time.
+func (r *round) checkRunners(run string, runners []*runner) {
+	log, overlap := overlapLog(r.t, r.work)
+	var violation string
+	switch {
+	case overlap:
+		violation = "two attempts of one resource ran at once:\n" + log
+	case len(runners) == 2 && bothStarting(runners[0], runners[1]):
+		violation = "both runners started tasks of the plan at the same time"
+	default:
+		return
+	}
+	var outs []string
+	for _, p := range runners {
+		outs = append(outs, fmt.Sprintf("the %s runner's output (exit %d):\n%s", p.name, p.exitCode(), p.out.String()))
+	}
+	r.t.Fatalf("%s: %s\n%s", run, violation, strings.Join(outs, "\n"))
 }
 
 // inject brings f's fault about if the first runner still runs, and

@@ -123,9 +123,17 @@ func (r *round) createPlan() {
 	for l := range layers {
 		for i := range perLayer {
 			name := fmt.Sprintf("l%di%d", l, i)
-			// One task in four is long and ignores SIGTERM.
+			// One task in four is long and ignores SIGTERM: on a node
+			// long enough to outlast a cut of its link, on PostgreSQL a
+			// crash of the server or a session's idle timeout.
 			ms, trap := r.rng.IntN(150), 0
-			if r.rng.IntN(4) == 0 {
+			switch {
+			case r.rng.IntN(4) != 0:
+			case r.mode.ssh:
+				ms, trap = 3000+r.rng.IntN(5000), 1
+			case r.mode.pg:
+				ms, trap = 2000+r.rng.IntN(4000), 1
+			default:
 				ms, trap = 800+r.rng.IntN(1200), 1
 			}
 			args := []string{"resource", "create", name, r.rig.base, "dir=" + r.work, "secret=torture-secret-" + name,

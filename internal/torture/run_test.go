@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +101,7 @@ const (
 	outRefused   outcome = "refused"       // exit 1: another runner runs the plan
 	outStoreDown outcome = "store down"    // exit 1: could not reach the store to start
 	outStoreLost outcome = "store lost"    // exit 1: the store went away mid-run
+	outFenced    outcome = "fenced out"    // exit 1: another runner took the plan while it ran
 	outUnknown   outcome = "unexplained"   // anything else
 	outWaited    outcome = "waited, then " // prefix: waited for a silent runner's lease
 )
@@ -117,13 +119,18 @@ func classify(p *runner) outcome {
 		return outFailed
 	case code != 1:
 		return outUnknown
+	case strings.Contains(out, "this runner lost its claim on the plan"):
+		// Fencing caught a runner that went on after another took the
+		// plan: it should have stopped before its lease expired.
+		return outFenced
 	case strings.Contains(out, "lost the lease on plan"):
 		return outLostLease
 	case strings.Contains(out, "is being run by pid"), strings.Contains(out, "is being claimed by another process"):
 		return outRefused
 	case strings.Contains(out, "cannot connect"):
 		return outStoreDown
-	case strings.Contains(out, "conn closed"), strings.Contains(out, "terminating connection"), strings.Contains(out, "unexpected EOF"):
+	case strings.Contains(out, "store postgres"):
+		// A statement failed on a connection the crash broke.
 		return outStoreLost
 	}
 	return outUnknown
@@ -148,4 +155,44 @@ func describe(p *runner, o outcome) string {
 		s += ", having run tasks,"
 	}
 	return fmt.Sprintf("%s runner %s after %.1fs", p.name, s, p.ended.Sub(p.started).Seconds())
+}
+
+// startSlack bounds how long a runner takes from its exec to the moment
+// its progress lines count time from.
+const startSlack = 2 * time.Second
+
+// taskStarts returns the first and the last moment p started a task, at
+// the earliest (on this process's clock: p's start plus the time its
+// progress line shows, which counts from a moment later), and whether p
+// started any.
+func taskStarts(p *runner) (first, last time.Time, ok bool) {
+	for _, line := range strings.Split(p.out.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "INPROGRESS" || !strings.HasSuffix(f[0], "s") {
+			continue
+		}
+		secs, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "s"), 64)
+		if err != nil {
+			continue
+		}
+		at := p.started.Add(time.Duration(secs * float64(time.Second)))
+		if !ok || at.Before(first) {
+			first = at
+		}
+		if !ok || at.After(last) {
+			last = at
+		}
+		ok = true
+	}
+	return first, last, ok
+}
+
+// bothStarting reports whether two runners of one plan were starting
+// tasks at the same time: each started one before the other's last,
+// beyond what the uncertainty of their clocks explains. A runner must not
+// start a task once another has taken the plan from it.
+func bothStarting(a, b *runner) bool {
+	af, al, aok := taskStarts(a)
+	bf, bl, bok := taskStarts(b)
+	return aok && bok && af.Add(startSlack).Before(bl) && bf.Add(startSlack).Before(al)
 }

@@ -5,6 +5,10 @@
 //
 //	SOLAR_TORTURE=200 go test ./internal/torture -v -timeout 4h   # 200 rounds
 //
+// SOLAR_TORTURE_SEED repeats a run's choices (as far as timing allows);
+// SOLAR_TORTURE_BIN runs a solar binary built elsewhere instead of this
+// tree's, to see whether the torture finds a defect in an older build.
+//
 // Each round builds a fresh store with a layered plan of shell tasks that
 // start children and hold a per-resource lock, then runs it (run-once,
 // resume after an interruption, retry after failed tasks) through random
@@ -43,7 +47,12 @@
 //     a node cut off from its controller still holds it);
 //   - a task the store shows finished (SUCCESS) after a run never starts
 //     again: what an interrupted runner made durable stays done;
-//   - a run ends only in an outcome its faults explain;
+//   - two runners of one plan never start tasks at the same time (as
+//     their progress lines show, beyond the uncertainty of their clocks):
+//     one that is refused, or waits for the other's lease to expire, starts
+//     none while the other does;
+//   - a run ends only in an outcome its faults explain: a runner fenced
+//     out ("lost its claim") after another took its plan is a violation;
 //   - after the last run, every task is SUCCESS, nothing is staged, and the
 //     history has one entry per task;
 //   - no attempt directory (inputs, secrets) is left in TMPDIR, and no
@@ -149,14 +158,18 @@ func TestTorture(t *testing.T) {
 	t.Logf("%d rounds, %s, %d tasks per round: no violation", rounds, total.summary(), layers*perLayer)
 }
 
-// newRig builds the binary, writes the base and, when a mode needs them,
-// starts two nodes, each in a network namespace of its own.
+// newRig builds the binary (or takes SOLAR_TORTURE_BIN), writes the base
+// and, when a mode needs them, starts two nodes, each in a network
+// namespace of its own.
 func newRig(t *testing.T, modes []mode) *rig {
 	root := t.TempDir()
-	rg := &rig{bin: filepath.Join(root, "solar"), base: writeBase(t, root)}
-	build := exec.Command("go", "build", "-o", rg.bin, "github.com/solarops/solar/cmd/solar")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	rg := &rig{bin: os.Getenv("SOLAR_TORTURE_BIN"), base: writeBase(t, root)}
+	if rg.bin == "" {
+		rg.bin = filepath.Join(root, "solar")
+		build := exec.Command("go", "build", "-o", rg.bin, "github.com/solarops/solar/cmd/solar")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
 	var err error
 	if rg.nodeBase, err = filepath.Abs("../../testdata/resources/node"); err != nil {
