@@ -154,6 +154,9 @@ func describe(p *runner, o outcome) string {
 	if ranTasks(p) && p.name == "second" {
 		s += ", having run tasks,"
 	}
+	if o != outFinished && o != outKilled && o != outFailed {
+		s += fmt.Sprintf(" (%q)", lastError(p))
+	}
 	return fmt.Sprintf("%s runner %s after %.1fs", p.name, s, p.ended.Sub(p.started).Seconds())
 }
 
@@ -195,4 +198,18 @@ func bothStarting(a, b *runner) bool {
 	af, al, aok := taskStarts(a)
 	bf, bl, bok := taskStarts(b)
 	return aok && bok && af.Add(startSlack).Before(bl) && bf.Add(startSlack).Before(al)
+}
+
+// lastError is the last error line p printed, cut short.
+func lastError(p *runner) string {
+	lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; strings.HasPrefix(l, "solar: ") {
+			if len(l) > 240 {
+				l = l[:240] + "..."
+			}
+			return l
+		}
+	}
+	return ""
 }
