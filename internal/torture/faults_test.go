@@ -201,8 +201,13 @@ func (r *round) judge(n int, p *runner, f faults, injected, two bool) outcome {
 		ok = injected && f.kind == "cut"
 		r.st.failedRuns++
 	case outLostLease:
+		// Accepted whatever the cause: the runner killed its tasks and
+		// the plan is resumable. Without a crash it is counted apart.
 		ok = r.mode.pg
 		r.st.lostLease++
+		if !crashed {
+			r.st.lostNoCrash++
+		}
 	case outRefused:
 		ok = two
 		r.st.refused++

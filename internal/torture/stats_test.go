@@ -16,6 +16,7 @@ type stats struct {
 	tookOver     int // ... that ran tasks
 	refused      int // runners refused because another ran the plan
 	lostLease    int // runners that lost their lease and killed their tasks
+	lostNoCrash  int // ... in a run without a crash of the server
 	storeGone    int // runners that could not reach the store, during a crash
 	failedRuns   int // runners whose tasks failed (exit 3), during a cut
 	retries      int // orch retry runs after failed tasks
@@ -33,6 +34,7 @@ func (s *stats) add(o stats) {
 	s.tookOver += o.tookOver
 	s.refused += o.refused
 	s.lostLease += o.lostLease
+	s.lostNoCrash += o.lostNoCrash
 	s.storeGone += o.storeGone
 	s.failedRuns += o.failedRuns
 	s.retries += o.retries
@@ -41,8 +43,8 @@ func (s *stats) add(o stats) {
 // summary is one line of the counts.
 func (s stats) summary() string {
 	return fmt.Sprintf("%d runs, %d kill -9 (%d while a script ran), %d server crashes, %d rounds with idle_session_timeout, "+
-		"%d link cuts, %d second runners (%d waited for a lease, %d ran tasks), %d refused, %d lost their lease, "+
+		"%d link cuts, %d second runners (%d waited for a lease, %d ran tasks), %d refused, %d lost their lease (%d without a crash), "+
 		"%d without the store, %d with failed tasks (%d retries)",
 		s.runs, s.kills, s.killedInTask, s.crashes, s.idleRounds, s.cuts, s.second, s.waited, s.tookOver, s.refused,
-		s.lostLease, s.storeGone, s.failedRuns, s.retries)
+		s.lostLease, s.lostNoCrash, s.storeGone, s.failedRuns, s.retries)
 }

@@ -12,9 +12,10 @@
 // Each round builds a fresh store with a layered plan of shell tasks that
 // start children and hold a per-resource lock, then runs it (run-once,
 // resume after an interruption, retry after failed tasks) through random
-// faults until every task has succeeded. Some tasks are long (about a
-// second or two) and ignore SIGTERM, so that a kill often finds a script
-// that outlives its runner's first signal.
+// faults until every task has succeeded. One task in four is long and
+// ignores SIGTERM, so that a fault often finds a script that outlives its
+// runner's first signal: a second or two locally, 2-6s on PostgreSQL (to
+// outlast a crash of the server), 3-8s on nodes (to outlast a cut).
 //
 // Rounds take turns over four setups (SOLAR_TORTURE_MODES, a comma list,
 // chooses among them): the store in a bbolt file ("bolt") or PostgreSQL
