@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,4 +192,51 @@ func TestFirstConnectFailsAtOnce(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "tried for") || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("Open of a port nothing listens on: %v, want the refusal at once", err)
 	}
+}
+
+// TestUpdateRunsAgainAfterItsConnectionIsLost: a transaction whose session
+// the server ends before its commit (a restart, an administrator, an idle
+// timeout) committed nothing, so it runs again on a new connection rather
+// than fail a run; what it wrote the first time is not there twice.
+func TestUpdateRunsAgainAfterItsConnectionIsLost(t *testing.T) {
+	u := newURL(t, pgtest.Shared(t))
+	s := open(t, u, opts())
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, strings.Split(u, "&schema=")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	runs := 0
+	err = s.Update(func(tx kv.Tx) error {
+		runs++
+		if _, err := tx.Get("one", "k"); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if runs == 1 {
+			// End every other session of the database: this transaction's.
+			if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := tx.NextSequence("one")
+		if err != nil {
+			return err
+		}
+		return tx.Put("one", "k", []byte(strconv.FormatUint(n, 10)))
+	})
+	if err != nil {
+		t.Fatalf("Update whose connection was ended before its commit: %v", err)
+	}
+	if runs != 2 {
+		t.Errorf("fn ran %d times, want 2 (once more on a new connection)", runs)
+	}
+	_ = s.View(func(tx kv.Tx) error {
+		v, err := tx.Get("one", "k")
+		if err != nil || string(v) != "1" {
+			t.Errorf("k = %q, %v; want 1: the lost transaction committed nothing", v, err)
+		}
+		return nil
+	})
 }

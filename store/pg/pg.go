@@ -408,9 +408,11 @@ func (s *Store) setup(ctx context.Context) error {
 // nil and rolled back otherwise. Writes are buffered and sent at commit, in
 // a few statements. When PostgreSQL aborts the transaction for a
 // serialization failure or a deadlock (another session wrote what this one
-// read), fn runs again, from the start, in a new transaction, up to 10
+// read), or its connection is lost before the commit is sent (a server
+// restart), fn runs again, from the start, in a new transaction, up to 10
 // times with a growing, jittered pause: fn must not have effects outside
-// the transaction that a second run would repeat wrongly.
+// the transaction that a second run would repeat wrongly. A connection
+// lost during the commit is reported: whether it committed is unknown.
 func (s *Store) Update(fn func(kv.Tx) error) error {
 	if s.opts.ReadOnly {
 		return kv.ErrReadOnly
@@ -419,10 +421,20 @@ func (s *Store) Update(fn func(kv.Tx) error) error {
 }
 
 // retry runs fn in update's transaction, again while PostgreSQL aborts it
-// for a serialization failure or a deadlock.
+// for a serialization failure or a deadlock, or its connection is lost
+// before its commit was sent (a server restart, a session ended by the
+// server): nothing of it was committed then, and the next attempt connects
+// anew (acquire waits for a server that is coming back).
 func (s *Store) retry(fn func(kv.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.update(fn)
+		var lost *lostBeforeCommit
+		if errors.As(err, &lost) {
+			if attempt >= maxAttempts {
+				return lost.err
+			}
+			continue
+		}
 		if attempt >= maxAttempts || !isCode(err, "40001", "40P01") {
 			return err
 		}
@@ -440,18 +452,30 @@ func (s *Store) update(fn func(kv.Tx) error) error {
 	defer conn.Release()
 	t := newTx(s, ctx, conn.Conn(), true)
 	defer t.end()
-	if err := fn(t); err != nil {
-		return err
-	}
-	if t.err != nil {
+	err = fn(t)
+	if err == nil {
 		// fn ignored a failed read (Has cannot report one).
-		return t.err
+		err = t.err
+	}
+	if err != nil {
+		if conn.Conn().IsClosed() {
+			return &lostBeforeCommit{err: err}
+		}
+		return err
 	}
 	if err := t.commit(); err != nil {
 		return s.fail("commit", err)
 	}
 	return nil
 }
+
+// lostBeforeCommit is the error of a transaction whose connection was lost
+// before its commit was sent: it certainly did not commit, and may run
+// again.
+type lostBeforeCommit struct{ err error }
+
+func (e *lostBeforeCommit) Error() string { return e.err.Error() }
+func (e *lostBeforeCommit) Unwrap() error { return e.err }
 
 // View runs fn in a read-only REPEATABLE READ transaction: fn sees one
 // snapshot of the store. The transaction ends after View returns: its
