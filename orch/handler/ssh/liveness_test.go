@@ -71,22 +71,7 @@ func TestSlowLinkCutDuringUpload(t *testing.T) {
 		ended <- err
 	}()
 	// The node is unpacking this base's payload: the upload is under way.
-	uploading := filepath.Join(partialUpload(t, srv, base), "payload")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if m, _ := filepath.Glob(uploading); len(m) > 0 {
-			break
-		}
-		select {
-		case err := <-ended:
-			t.Fatalf("Run ended before the upload was seen: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no upload under way after 30s (%s)", uploading)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	uploadUnderWay(t, partialUpload(t, srv, base), ended)
 	link.Cut(t)
 	select {
 	case err := <-ended:
@@ -102,6 +87,29 @@ func TestSlowLinkCutDuringUpload(t *testing.T) {
 // partialUpload is the pattern of the directories an upload of base to srv
 // unpacks into before it is complete. An upload cut short leaves them on
 // the node: they are removed when t ends.
+// uploadUnderWay waits until the node unpacks the payload, the last of a
+// base's top-level entries, in a partial upload directory matching
+// partial, and returns that directory; it fails the test if the attempt
+// (whose error ended gives) ends first, or after 30 s.
+func uploadUnderWay(t *testing.T, partial string, ended <-chan error) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(partial, "payload")); len(m) > 0 {
+			return filepath.Dir(m[0])
+		}
+		select {
+		case err := <-ended:
+			t.Fatalf("Run ended before the upload was seen: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no upload under way after 30s (%s)", partial)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func partialUpload(t *testing.T, srv *sshdtest.Server, base string) string {
 	t.Helper()
 	packed, err := packBase(base)

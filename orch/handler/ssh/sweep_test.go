@@ -222,23 +222,7 @@ func TestSetupSweepSparesAnUploadUnderWay(t *testing.T) {
 	})
 	// The payload, the last of the base's top-level entries, is being
 	// unpacked: the directory changes no more until it is renamed.
-	var dir string
-	deadline := time.Now().Add(30 * time.Second)
-	for dir == "" {
-		if m, _ := filepath.Glob(filepath.Join(partial, "payload")); len(m) > 0 {
-			dir = filepath.Dir(m[0])
-			break
-		}
-		select {
-		case err := <-ended:
-			t.Fatalf("Run ended before the upload was seen: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no upload under way after 30s (%s)", partial)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	dir := uploadUnderWay(t, partial, ended)
 	old := time.Now().Add(-2 * time.Hour)
 	if err := os.Chtimes(dir, old, old); err != nil {
 		t.Fatal(err)
