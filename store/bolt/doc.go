@@ -1,0 +1,6 @@
+// Package bolt is the store backend of one operator on one machine: one
+// bbolt file, one bucket per store bucket, and a lock between processes (the
+// file's flock). A runner may open it with a journal (journal.go), which
+// makes each of its commits one fdatasync of an append-only file instead of
+// bbolt's two.
+package bolt
