@@ -32,14 +32,8 @@ func load(a *app.App, ref string) (*orch.Record, map[string]orch.State, error) {
 		states map[string]orch.State
 	)
 	err := a.View(func(tx *store.Tx) error {
-		uid, err := orch.Resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		if rec, err = orch.Load(tx, uid); err != nil {
-			return err
-		}
-		states, err = orch.States(tx, rec)
+		var err error
+		rec, states, err = orch.LoadRef(tx, ref)
 		return err
 	})
 	return rec, states, err
