@@ -2,9 +2,7 @@ package orch
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -64,35 +62,22 @@ groups get SIGTERM, then SIGKILL (on SSH nodes as locally), they end ERROR
 		Example: "  solar orch stop last\n  solar orch stop last --kill",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			var (
-				uid     string
-				pid     int
-				running bool
-			)
-			err := a.Update(func(tx *store.Tx) error {
-				var err error
-				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
-					return err
-				}
-				pid, running, err = orch.RequestStop(tx, uid, kill)
-				return err
-			})
+			db, err := a.Open()
 			if err != nil {
 				return err
 			}
-			if !running {
-				fmt.Fprintf(a.IO.Out, "plan %s is not running\n", uid)
-				return nil
+			defer db.Close()
+			res, err := orch.Stop(db, refArg(args), kill)
+			if err != nil {
+				return err
 			}
-			// The runner also looks for the request at its next write; the
-			// signal makes it act at once.
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Signal(syscall.SIGTERM)
-			}
-			if kill {
-				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s and kill its running tasks\n", pid, uid)
-			} else {
-				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", pid, uid)
+			switch {
+			case !res.Running:
+				fmt.Fprintf(a.IO.Out, "plan %s is not running\n", res.UID)
+			case kill:
+				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s and kill its running tasks\n", res.PID, res.UID)
+			default:
+				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", res.PID, res.UID)
 			}
 			return nil
 		},
