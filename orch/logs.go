@@ -2,7 +2,6 @@ package orch
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
 )
@@ -217,7 +217,7 @@ func Logs(tx *store.Tx, uid, task string, attempt, skip int) (*AttemptLog, error
 }
 
 // ErrNoLog means a task has no log (yet).
-var ErrNoLog = errors.New("no log")
+var ErrNoLog = invalid.New("no log")
 
 // liveLogs holds the lines of running attempts not yet streamed to the
 // store.
