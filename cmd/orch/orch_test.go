@@ -68,12 +68,7 @@ func seedPlan(t *testing.T, e *apptest.Env) string {
 // TestParse: each verb's command line becomes the options its run
 // function gets; misuse the command refuses itself is a usage error.
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		parse func(...string) (any, error)
-		args  []string
-		want  any // nil: a usage error
-	}{
+	apptest.CheckParse(t, []apptest.ParseCase{
 		{"list", apptest.Parser(NewCmdList), []string{"--json"}, ListOptions{JSON: true}},
 		{"show", apptest.Parser(NewCmdShow), nil, ShowOptions{Ref: "last"}},
 		{"show uid", apptest.Parser(NewCmdShow), []string{"20261122-100000-0001", "--json"}, ShowOptions{Ref: "20261122-100000-0001", JSON: true}},
@@ -96,23 +91,7 @@ func TestParse(t *testing.T) {
 		{"filter", apptest.Parser(NewCmdFilter), []string{"--start", "a.run,b.run", "--end", "c.run#1"},
 			FilterOptions{Ref: "last", Starts: []string{"a.run,b.run"}, Ends: []string{"c.run#1"}}},
 		{"filter without tasks", apptest.Parser(NewCmdFilter), nil, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.parse(tc.args...)
-			if tc.want == nil {
-				if app.ExitCode(err) != app.ExitInvalid || got != nil {
-					t.Fatalf("parse %q = %+v, %v; want a usage error", tc.args, got, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := apptest.Diff(tc.want, got); d != "" {
-				t.Errorf("options (-want +got):\n%s", d)
-			}
-		})
-	}
+	})
 }
 
 // TestRunVariantsPrepare: resume, retry and restart each set back to

@@ -5,9 +5,11 @@ package apptest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -15,6 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/staging"
+	"github.com/solarops/solar/store"
 )
 
 // Env is an App whose streams are buffers and whose store (bbolt, in a
@@ -25,6 +30,9 @@ type Env struct {
 	Out, Err *bytes.Buffer
 	// DB is the store's path, as --db gives it.
 	DB string
+	// Replace, when set, rewrites what a Step printed before it is compared
+	// (a temp dir or the repository's path into a fixed word).
+	Replace func(string) string
 }
 
 // Now is the clock of every Env's App: tests compare what commands print.
@@ -88,4 +96,108 @@ func Diff(want, got any) string {
 		sf, ok := p.Last().(cmp.StructField)
 		return ok && (sf.Name() == "App" || sf.Type().Kind() == reflect.Func)
 	}, cmp.Ignore()))
+}
+
+// Step is one command of a session of commands on one Env: its run
+// function called with the Env's App, what it must print on stdout and
+// stderr (after Env.Replace), and the error it must return (errors.Is;
+// nil for none).
+type Step struct {
+	Name     string
+	Run      func() error
+	Out, Err string
+	WantErr  error
+}
+
+// Steps runs steps in order, emptying the buffers between them. They are
+// not subtests: each depends on those before it, so none may be run alone.
+func (e *Env) Steps(t *testing.T, steps []Step) {
+	t.Helper()
+	for _, s := range steps {
+		e.Reset()
+		err := s.Run()
+		if !errors.Is(err, s.WantErr) { // errors.Is(err, nil) holds for nil only
+			t.Errorf("%s: error %v, want %v", s.Name, err, s.WantErr)
+		}
+		out, errOut := e.Out.String(), e.Err.String()
+		if e.Replace != nil {
+			out, errOut = e.Replace(out), e.Replace(errOut)
+		}
+		if out != s.Out {
+			t.Errorf("%s: stdout:\n%s\nwant:\n%s", s.Name, out, s.Out)
+		}
+		if errOut != s.Err {
+			t.Errorf("%s: stderr:\n%s\nwant:\n%s", s.Name, errOut, s.Err)
+		}
+	}
+}
+
+// Resources is the absolute path of the repository's testdata/resources,
+// the bases the end-to-end tests use too.
+func Resources(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("apptest: cannot locate its own source")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "resources")
+}
+
+// Create makes resource name from the base in dir with values ("k=v") and
+// stages its creation, as "solar resource create" does.
+func (e *Env) Create(t testing.TB, name, dir string, values ...string) {
+	t.Helper()
+	vals, err := resources.ParseValues(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := resources.LoadBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.App.Update(func(tx *store.Tx) error {
+		cat := resources.NewCatalog(tx)
+		if _, err := cat.Create(resources.CreateSpec{Name: name, Base: base, Values: vals}, false); err != nil {
+			return err
+		}
+		_, err := staging.New(cat, e.App.Now).Touch("create", name)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ParseCase is one command line of a command and the options its runF
+// must get (as a value, see Parser); a nil Want means the command refuses
+// the line itself as a usage error (exit 2) without calling runF. It is
+// an alias of an unnamed struct so that tables of cases may be written
+// without field names, as tables of a package's own struct are.
+type ParseCase = struct {
+	Name  string
+	Parse func(...string) (any, error)
+	Args  []string
+	Want  any
+}
+
+// CheckParse runs each case as a subtest.
+func CheckParse(t *testing.T, cases []ParseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			got, err := tc.Parse(tc.Args...)
+			if tc.Want == nil {
+				if app.ExitCode(err) != app.ExitInvalid || got != nil {
+					t.Fatalf("parse %q = %+v, %v; want a usage error", tc.Args, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := Diff(tc.Want, got); d != "" {
+				t.Errorf("options (-want +got):\n%s", d)
+			}
+		})
+	}
 }
