@@ -1,6 +1,3 @@
-// Package apptest is what the tests of solar's commands share: an app.App
-// on buffers with a store of its own, and the execution of one command
-// line up to the options it parses into (cli/cli's runF seam).
 package apptest
 
 import (
