@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 )
@@ -16,13 +17,13 @@ import (
 // node.
 var (
 	// ErrNotNode means the resource exists but its base is not a node.
-	ErrNotNode = errors.New("not a node")
+	ErrNotNode = invalid.New("not a node")
 	// ErrLocal means the node runs its actions on this machine, so there is
 	// no host to trust or check.
-	ErrLocal = errors.New("node uses transport local")
+	ErrLocal = invalid.New("node uses transport local")
 	// ErrFingerprint means a key's fingerprint is not the one the operator
 	// expected.
-	ErrFingerprint = errors.New("fingerprint mismatch")
+	ErrFingerprint = invalid.New("fingerprint mismatch")
 )
 
 // nodeError has a message of its own and unwraps to its kind.

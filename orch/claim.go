@@ -146,30 +146,6 @@ func alive(pid int) bool {
 	return true
 }
 
-// Running reports the pid (and, when not this machine, the host) of the
-// live process running plan uid, if any.
-func Running(tx *store.Tx, uid string) (int, bool) {
-	rr, ok := liveRunner(tx, uid)
-	return rr.PID, ok
-}
-
-// RequestStop asks the runner of plan uid to stop softly: it reads the
-// request between tasks, from any machine.
-func RequestStop(tx *store.Tx, uid string, kill bool) (pid int, running bool, err error) {
-	rr, ok := liveRunner(tx, uid)
-	if !ok {
-		return 0, false, nil
-	}
-	var v []byte
-	if kill {
-		v = []byte(stopKill)
-	}
-	return rr.PID, true, tx.Put(store.Plans, stopKey(uid), v)
-}
-
-// stopKill is the value of a stop request that also kills running tasks.
-const stopKill = "kill"
-
 // claimedElsewhere is the error of a run whose plan lock another process
 // holds.
 func (r *Runner) claimedElsewhere(sdb *sharedDB) error {

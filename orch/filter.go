@@ -1,15 +1,15 @@
 package orch
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/planner"
 )
 
 // ErrUnknownTask means a task name given by the user is not in the plan.
-var ErrUnknownTask = errors.New("no such task in the plan")
+var ErrUnknownTask = invalid.New("no such task in the plan")
 
 // Filter returns the tasks to keep. With ends, a task is kept only if it
 // leads to one of them (or is one). With starts, a task is kept only if it

@@ -2,13 +2,14 @@ package orch
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
 )
@@ -162,8 +163,61 @@ func ReadLog(tx *store.Tx, uid, task string, attempt, skip int) (*TaskLog, error
 	return out, err
 }
 
+// ResolveTask resolves the plan ref names ("last", "last~N" or a uid) and
+// the task name names in it (see TaskID).
+func ResolveTask(tx *store.Tx, ref, name string) (uid, task string, err error) {
+	if uid, err = Resolve(tx, ref); err != nil {
+		return "", "", err
+	}
+	rec, err := Load(tx, uid)
+	if err != nil {
+		return "", "", err
+	}
+	if task, err = TaskID(rec, name); err != nil {
+		return "", "", err
+	}
+	return uid, task, nil
+}
+
+// AttemptLog is what "orch logs" shows of a task, read in one transaction.
+type AttemptLog struct {
+	// Finished is true when the task has finished.
+	Finished bool
+	// Running is true while a live process runs the plan: more lines may
+	// come.
+	Running bool
+	// Log is the attempt's log; nil when the attempt has none (yet).
+	Log *TaskLog
+}
+
+// Logs reads the log of an attempt of task of plan uid (resolved by
+// ResolveTask), from chunk skip on: attempt (counted from 1), or the last
+// attempt that has a log when attempt is 0.
+func Logs(tx *store.Tx, uid, task string, attempt, skip int) (*AttemptLog, error) {
+	st, err := TaskState(tx, uid, task)
+	if err != nil {
+		return nil, err
+	}
+	out := &AttemptLog{Finished: st.Status.Finished()}
+	_, out.Running = Running(tx, uid)
+	list, err := Attempts(tx, uid, task)
+	if err != nil {
+		return nil, err
+	}
+	if attempt == 0 && len(list) > 0 {
+		attempt = list[len(list)-1]
+	}
+	if !slices.Contains(list, attempt) {
+		return out, nil // not (yet) there
+	}
+	if out.Log, err = ReadLog(tx, uid, task, attempt, skip); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ErrNoLog means a task has no log (yet).
-var ErrNoLog = errors.New("no log")
+var ErrNoLog = invalid.New("no log")
 
 // liveLogs holds the lines of running attempts not yet streamed to the
 // store.

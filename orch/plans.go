@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/store"
 )
@@ -21,12 +22,12 @@ import (
 // Errors about naming and finding plans.
 var (
 	// ErrNoPlans means "last" was asked for but no plan exists yet.
-	ErrNoPlans = errors.New("no plans yet")
+	ErrNoPlans = invalid.New("no plans yet")
 	// ErrUnknownPlan means no plan has the given uid.
-	ErrUnknownPlan = errors.New("no such plan")
+	ErrUnknownPlan = invalid.New("no such plan")
 	// ErrPending means staged entries are already pending in an unfinished
 	// plan.
-	ErrPending = errors.New("entries are pending in an unfinished plan")
+	ErrPending = invalid.New("entries are pending in an unfinished plan")
 )
 
 // Keys in the plans bucket. A plan's graph is written once; each task's

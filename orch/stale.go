@@ -1,19 +1,19 @@
 package orch
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
 )
 
 // ErrStale means a plan would run tasks on resources that changed since it
 // was made: what the operator reviewed is no longer what would run.
-var ErrStale = errors.New("plan is stale")
+var ErrStale = invalid.New("plan is stale")
 
 // StaleTask is a task of a plan that must not run any more, and why.
 type StaleTask struct {

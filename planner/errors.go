@@ -1,8 +1,9 @@
 package planner
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/solarops/solar/internal/invalid"
 )
 
 // Errors returned by Build. Test them with errors.Is; the values returned
@@ -10,10 +11,10 @@ import (
 var (
 	// ErrEmpty means the input selects no staged entry, so there is nothing
 	// to plan.
-	ErrEmpty = errors.New("no staged entries selected: nothing to plan")
+	ErrEmpty = invalid.New("no staged entries selected: nothing to plan")
 	// ErrDependencyCycle means after rules alone order actions in a circle.
 	// It is returned wrapped in a *CycleError, which names the cycle.
-	ErrDependencyCycle = errors.New("dependency cycle")
+	ErrDependencyCycle = invalid.New("dependency cycle")
 )
 
 // CycleError is a cycle made only of after (dependency) rules. Unlike a

@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/resources/schema"
 )
 
@@ -24,18 +25,18 @@ import (
 // offending thing; the CLI maps all of them to exit status 2.
 var (
 	// ErrBase means a base directory or its meta.yaml is missing or invalid.
-	ErrBase = errors.New("invalid base")
+	ErrBase = invalid.New("invalid base")
 	// ErrInvalid means a value, name, mapping or tag given by the user is
 	// not acceptable.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = invalid.New("invalid input")
 	// ErrNotFound means a named resource does not exist.
-	ErrNotFound = errors.New("no such resource")
+	ErrNotFound = invalid.New("no such resource")
 	// ErrExists means a resource with that name already exists.
-	ErrExists = errors.New("resource already exists")
+	ErrExists = invalid.New("resource already exists")
 	// ErrConnected means a write targeted an input that follows a connection.
-	ErrConnected = errors.New("input is connected")
+	ErrConnected = invalid.New("input is connected")
 	// ErrCycle means a connection would make data flow in a circle.
-	ErrCycle = errors.New("data cycle")
+	ErrCycle = invalid.New("data cycle")
 )
 
 // userError is a message for the user whose category is a sentinel; the

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/store"
@@ -19,13 +20,13 @@ import (
 // Errors for bad requests; each returned error wraps one and names the thing.
 var (
 	// ErrNoEntry means no staged entry has the given key.
-	ErrNoEntry = errors.New("nothing staged under that key")
+	ErrNoEntry = invalid.New("nothing staged under that key")
 	// ErrNoHistory means no history entry has the given uid.
-	ErrNoHistory = errors.New("no history entry with that uid")
+	ErrNoHistory = invalid.New("no history entry with that uid")
 	// ErrNotRevertible means the history entry cannot be reverted.
-	ErrNotRevertible = errors.New("cannot revert")
+	ErrNotRevertible = invalid.New("cannot revert")
 	// ErrUnknownAction means the base does not define the action.
-	ErrUnknownAction = errors.New("unknown action")
+	ErrUnknownAction = invalid.New("unknown action")
 )
 
 // Lifecycle actions; every other action is a custom action.

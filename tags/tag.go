@@ -1,13 +1,14 @@
 package tags
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/solarops/solar/internal/invalid"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them, so
@@ -15,11 +16,11 @@ import (
 var (
 	// ErrInvalidTag: a tag given to Parse or ParseList is malformed, or two
 	// tags in one list give the same key different values.
-	ErrInvalidTag = errors.New("invalid tag")
+	ErrInvalidTag = invalid.New("invalid tag")
 
 	// ErrBadExpr: a tag expression does not parse. The error returned
 	// is an *ExprError, which says where.
-	ErrBadExpr = errors.New("bad tag expression")
+	ErrBadExpr = invalid.New("bad tag expression")
 )
 
 // ResourceKey is the key of the tag every resource carries, resource=NAME.

@@ -4,15 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/solarops/solar/events"
-	"github.com/solarops/solar/nodes"
-	"github.com/solarops/solar/orch"
-	"github.com/solarops/solar/planner"
-	"github.com/solarops/solar/resources"
-	"github.com/solarops/solar/resources/schema"
-	"github.com/solarops/solar/staging"
-	"github.com/solarops/solar/store"
-	"github.com/solarops/solar/tags"
+	"github.com/solarops/solar/internal/invalid"
 )
 
 // Exit statuses (SPEC section 8). Only Main turns them into os.Exit.
@@ -44,6 +36,9 @@ type UsageError struct {
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
+// Is makes a UsageError invalid input (exit 2), whatever it wraps.
+func (e *UsageError) Is(target error) bool { return target == invalid.ErrInput }
+
 // Usagef returns a UsageError.
 func Usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
@@ -68,50 +63,22 @@ type InterruptedError struct{}
 
 func (e *InterruptedError) Error() string { return "interrupted" }
 
-// invalid lists the sentinels that mean "the user gave bad input"; every
-// error wrapping one maps to exit 2. Domain packages add theirs here, in
-// this one place.
-var invalid = []error{
-	resources.ErrBase, resources.ErrInvalid, resources.ErrNotFound, resources.ErrExists,
-	resources.ErrConnected, resources.ErrCycle,
-	events.ErrUnknownResource, events.ErrUnknownAction, events.ErrNoRule,
-	tags.ErrInvalidTag, tags.ErrBadExpr, schema.ErrBadSchema, schema.ErrBadValue, events.ErrBadRule,
-	planner.ErrDependencyCycle, planner.ErrEmpty, orch.ErrNoPlans, orch.ErrUnknownPlan, orch.ErrPending, orch.ErrUnknownTask, orch.ErrStale, orch.ErrNoLog,
-	nodes.ErrNotNode, nodes.ErrLocal, nodes.ErrFingerprint,
-	store.ErrBadLocation,
-	staging.ErrNoEntry, staging.ErrNoHistory, staging.ErrNotRevertible, staging.ErrUnknownAction,
-}
-
-// RegisterInvalid adds sentinels of later packages to the exit-2 list.
-func RegisterInvalid(errs ...error) { invalid = append(invalid, errs...) }
-
 // ExitCode maps an error returned by a command to its exit status.
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var (
-		fe  *FailedError
-		ue  *UsageError
-		pe  *events.ParseError
-		te  *tags.ExprError
-		ce  *schema.CheckError
-		spe *schema.ParseError
-	)
 	switch {
-	case errors.As(err, &fe):
+	case errors.As(err, new(*FailedError)):
 		return ExitFailed
 	case errors.As(err, new(*NothingError)):
 		return ExitNothing
 	case errors.As(err, new(*InterruptedError)):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &te), errors.As(err, &ce), errors.As(err, &spe):
+	case errors.Is(err, invalid.ErrInput):
+		// A domain sentinel made with invalid.New, a typed error that
+		// unwraps to one, or a UsageError.
 		return ExitInvalid
-	}
-	for _, s := range invalid {
-		if errors.Is(err, s) {
-			return ExitInvalid
-		}
 	}
 	return ExitError
 }

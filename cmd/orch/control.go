@@ -2,9 +2,7 @@ package orch
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -13,8 +11,15 @@ import (
 	"github.com/solarops/solar/store"
 )
 
+// ResetOptions are the inputs of "solar orch reset".
+type ResetOptions struct {
+	App *app.App
+	Ref string
+}
+
 // NewCmdReset builds "solar orch reset".
-func NewCmdReset(a *app.App) *cobra.Command {
+func NewCmdReset(a *app.App, runF func(*ResetOptions) error) *cobra.Command {
+	opts := &ResetOptions{App: a}
 	return &cobra.Command{
 		Use:     "reset [UID|last]",
 		Short:   "Set every task of a plan back to PENDING without running it",
@@ -22,37 +27,52 @@ func NewCmdReset(a *app.App) *cobra.Command {
 		Example: "  solar orch reset last",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			var uid string
-			err := a.Update(func(tx *store.Tx) error {
-				var err error
-				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
-					return err
-				}
-				if err := orch.RefuseRunning(tx, uid); err != nil {
-					return err
-				}
-				rec, err := orch.Load(tx, uid)
-				if err != nil {
-					return err
-				}
-				states, err := orch.States(tx, rec)
-				if err != nil {
-					return err
-				}
-				return resetWhere(func(orch.State) bool { return true })(tx, rec, states)
-			})
-			if err != nil {
-				return err
+			opts.Ref = refArg(args)
+			if runF != nil {
+				return runF(opts)
 			}
-			fmt.Fprintf(a.IO.Out, "plan %s reset: every task is PENDING\n", uid)
-			return nil
+			return resetRun(opts)
 		},
 	}
 }
 
+func resetRun(opts *ResetOptions) error {
+	var uid string
+	err := opts.App.Update(func(tx *store.Tx) error {
+		var err error
+		if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
+			return err
+		}
+		if err := orch.RefuseRunning(tx, uid); err != nil {
+			return err
+		}
+		rec, err := orch.Load(tx, uid)
+		if err != nil {
+			return err
+		}
+		states, err := orch.States(tx, rec)
+		if err != nil {
+			return err
+		}
+		return resetWhere(func(orch.State) bool { return true })(tx, rec, states)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.App.IO.Out, "plan %s reset: every task is PENDING\n", uid)
+	return nil
+}
+
+// StopOptions are the inputs of "solar orch stop".
+type StopOptions struct {
+	App  *app.App
+	Ref  string
+	Kill bool
+}
+
 // NewCmdStop builds "solar orch stop".
-func NewCmdStop(a *app.App) *cobra.Command {
-	var kill bool
+func NewCmdStop(a *app.App, runF func(*StopOptions) error) *cobra.Command {
+	opts := &StopOptions{App: a}
 	c := &cobra.Command{
 		Use:   "stop [UID|last] [--kill]",
 		Short: "Ask a running plan to stop: running tasks finish, the rest are SKIPPED",
@@ -64,41 +84,37 @@ groups get SIGTERM, then SIGKILL (on SSH nodes as locally), they end ERROR
 		Example: "  solar orch stop last\n  solar orch stop last --kill",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			var (
-				uid     string
-				pid     int
-				running bool
-			)
-			err := a.Update(func(tx *store.Tx) error {
-				var err error
-				if uid, err = orch.Resolve(tx, refArg(args)); err != nil {
-					return err
-				}
-				pid, running, err = orch.RequestStop(tx, uid, kill)
-				return err
-			})
-			if err != nil {
-				return err
+			opts.Ref = refArg(args)
+			if runF != nil {
+				return runF(opts)
 			}
-			if !running {
-				fmt.Fprintf(a.IO.Out, "plan %s is not running\n", uid)
-				return nil
-			}
-			// The runner also looks for the request at its next write; the
-			// signal makes it act at once.
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Signal(syscall.SIGTERM)
-			}
-			if kill {
-				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s and kill its running tasks\n", pid, uid)
-			} else {
-				fmt.Fprintf(a.IO.Out, "asked pid %d to stop plan %s\n", pid, uid)
-			}
-			return nil
+			return stopRun(opts)
 		},
 	}
-	c.Flags().BoolVar(&kill, "kill", false, "also kill the tasks that are running")
+	c.Flags().BoolVar(&opts.Kill, "kill", false, "also kill the tasks that are running")
 	return c
+}
+
+func stopRun(opts *StopOptions) error {
+	db, err := opts.App.Open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := orch.Stop(db, opts.Ref, opts.Kill)
+	if err != nil {
+		return err
+	}
+	w := opts.App.IO.Out
+	switch {
+	case !res.Running:
+		fmt.Fprintf(w, "plan %s is not running\n", res.UID)
+	case opts.Kill:
+		fmt.Fprintf(w, "asked pid %d to stop plan %s and kill its running tasks\n", res.PID, res.UID)
+	default:
+		fmt.Fprintf(w, "asked pid %d to stop plan %s\n", res.PID, res.UID)
+	}
+	return nil
 }
 
 // FilterOptions are the inputs of "solar orch filter".
@@ -110,7 +126,7 @@ type FilterOptions struct {
 }
 
 // NewCmdFilter builds "solar orch filter".
-func NewCmdFilter(a *app.App) *cobra.Command {
+func NewCmdFilter(a *app.App, runF func(*FilterOptions) error) *cobra.Command {
 	opts := &FilterOptions{App: a}
 	c := &cobra.Command{
 		Use:   "filter [UID|last] --start TASK... --end TASK...",
@@ -130,6 +146,9 @@ started cannot be filtered out (the command fails and changes nothing).` + "\n" 
 			opts.Ref = refArg(args)
 			if len(opts.Starts) == 0 && len(opts.Ends) == 0 {
 				return app.Usagef("give --start or --end tasks")
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return filterRun(opts)
 		},

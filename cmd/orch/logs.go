@@ -3,7 +3,6 @@ package orch
 import (
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,89 +77,78 @@ func streamName(s byte) string {
 	return "solar"
 }
 
+// logsReader reads the log "orch logs" shows, one transaction a read.
+type logsReader struct {
+	opts      *LogsOptions
+	uid, task string // resolved at the first read
+}
+
+func (r *logsReader) read(skip int) (*orch.AttemptLog, error) {
+	var out *orch.AttemptLog
+	err := r.opts.App.View(func(tx *store.Tx) error {
+		var err error
+		if r.uid == "" {
+			if r.uid, r.task, err = orch.ResolveTask(tx, r.opts.Ref, r.opts.Task); err != nil {
+				return err
+			}
+		}
+		out, err = orch.Logs(tx, r.uid, r.task, r.opts.Attempt, skip)
+		return err
+	})
+	return out, err
+}
+
 func logsRun(opts *LogsOptions) error {
-	a := opts.App
-	var (
-		uid, task string
-		attempt   int
-		lg        *orch.TaskLog
-		finished  bool
-		running   bool // a live process runs the plan
-	)
-	read := func(skip int) error {
-		return a.View(func(tx *store.Tx) error {
-			var err error
-			if uid == "" {
-				if uid, err = orch.Resolve(tx, opts.Ref); err != nil {
-					return err
-				}
-				rec, err := orch.Load(tx, uid)
-				if err != nil {
-					return err
-				}
-				if task, err = orch.TaskID(rec, opts.Task); err != nil {
-					return err
-				}
-			}
-			st, err := orch.TaskState(tx, uid, task)
-			if err != nil {
-				return err
-			}
-			finished = st.Status.Finished()
-			_, running = orch.Running(tx, uid)
-			list, err := orch.Attempts(tx, uid, task)
-			if err != nil {
-				return err
-			}
-			attempt = opts.Attempt
-			if attempt == 0 && len(list) > 0 {
-				attempt = list[len(list)-1]
-			}
-			if !slices.Contains(list, attempt) {
-				lg = nil // not (yet) there
-				return nil
-			}
-			lg, err = orch.ReadLog(tx, uid, task, attempt, skip)
-			return err
-		})
-	}
-	if err := read(0); err != nil {
+	r := &logsReader{opts: opts}
+	al, err := r.read(0)
+	if err != nil {
 		return err
 	}
+	if opts.Follow {
+		return logsFollow(r, al)
+	}
+	a, uid, task, lg := opts.App, r.uid, r.task, al.Log
 	w := a.IO.Out
-	if !opts.Follow {
-		if lg == nil {
-			if opts.Attempt > 0 {
-				return fmt.Errorf("%w: task %s of plan %s has no attempt %d", orch.ErrNoLog, task, uid, opts.Attempt)
-			}
-			fmt.Fprintf(a.IO.Err, "task %s of plan %s printed nothing (or has not run)\n", task, uid)
-			if opts.JSON {
-				return app.JSON(w, logsJSON(uid, task, 0, nil))
-			}
-			return nil
+	if lg == nil {
+		if opts.Attempt > 0 {
+			return fmt.Errorf("%w: task %s of plan %s has no attempt %d", orch.ErrNoLog, task, uid, opts.Attempt)
 		}
+		fmt.Fprintf(a.IO.Err, "task %s of plan %s printed nothing (or has not run)\n", task, uid)
 		if opts.JSON {
-			return app.JSON(w, logsJSON(uid, task, lg.Attempt, lg.Lines))
-		}
-		printLines(w, lg.Lines)
-		if len(lg.Lines) == 0 {
-			fmt.Fprintf(a.IO.Err, "attempt %d of task %s printed nothing\n", lg.Attempt, task)
+			return app.JSON(w, logsJSON(uid, task, 0, nil))
 		}
 		return nil
 	}
-	// Follow: print what there is, then poll for more until the attempt
-	// ends (or the task finished without printing anything).
+	if opts.JSON {
+		return app.JSON(w, logsJSON(uid, task, lg.Attempt, lg.Lines))
+	}
+	printLines(w, lg.Lines)
+	if len(lg.Lines) == 0 {
+		fmt.Fprintf(a.IO.Err, "attempt %d of task %s printed nothing\n", lg.Attempt, task)
+	}
+	return nil
+}
+
+// logsFollow prints what al holds, then polls for more until the attempt
+// ends (or the task finished without printing anything, or nobody runs
+// the plan any more).
+func logsFollow(r *logsReader, al *orch.AttemptLog) error {
+	a := r.opts.App
+	w := a.IO.Out
 	seen, printed := 0, 0
 	for {
+		lg := al.Log
 		if lg != nil {
 			if lg.Ended {
 				// The final log replaced the streamed chunks; it holds
 				// the same lines (masked with the outputs too).
-				if err := read(0); err != nil {
+				final, err := r.read(0)
+				if err != nil {
 					return err
 				}
-				if printed < len(lg.Lines) {
-					printLines(w, lg.Lines[printed:])
+				if final.Log != nil && printed < len(final.Log.Lines) {
+					lines := final.Log.Lines
+					printLines(w, lines[printed:])
 				}
 				return nil
 			}
@@ -168,20 +156,21 @@ func logsRun(opts *LogsOptions) error {
 			printed += len(lg.Lines)
 			seen = lg.Chunks
 		}
-		if finished && lg == nil {
+		if al.Finished && lg == nil {
 			return nil
 		}
-		if !running {
+		if !al.Running {
 			// Nobody runs the plan: no line will come.
 			if lg == nil {
-				fmt.Fprintf(a.IO.Err, "task %s has not run and plan %s is not running; nothing to follow\n", task, uid)
+				fmt.Fprintf(a.IO.Err, "task %s has not run and plan %s is not running; nothing to follow\n", r.task, r.uid)
 			} else {
-				fmt.Fprintf(a.IO.Err, "plan %s is not running any more; the log of attempt %d ends here\n", uid, lg.Attempt)
+				fmt.Fprintf(a.IO.Err, "plan %s is not running any more; the log of attempt %d ends here\n", r.uid, lg.Attempt)
 			}
 			return nil
 		}
-		time.Sleep(opts.Poll)
-		if err := read(seen); err != nil {
+		time.Sleep(r.opts.Poll)
+		var err error
+		if al, err = r.read(seen); err != nil {
 			return err
 		}
 	}

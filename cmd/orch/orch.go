@@ -20,8 +20,8 @@ newest), "last~1" (the one before)...` + "\n" + app.ExitHelp,
   solar orch run-once last
   solar orch report last`,
 	}
-	c.AddCommand(NewCmdList(a, nil), NewCmdShow(a, nil), NewCmdDG(a, nil), NewCmdRunOnce(a, nil), NewCmdResume(a), NewCmdRetry(a),
-		NewCmdRestart(a), NewCmdReset(a), NewCmdStop(a), NewCmdFilter(a), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
+	c.AddCommand(NewCmdList(a, nil), NewCmdShow(a, nil), NewCmdDG(a, nil), NewCmdRunOnce(a, nil), NewCmdResume(a, nil), NewCmdRetry(a, nil),
+		NewCmdRestart(a, nil), NewCmdReset(a, nil), NewCmdStop(a, nil), NewCmdFilter(a, nil), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
 	return c
 }
 
@@ -32,14 +32,8 @@ func load(a *app.App, ref string) (*orch.Record, map[string]orch.State, error) {
 		states map[string]orch.State
 	)
 	err := a.View(func(tx *store.Tx) error {
-		uid, err := orch.Resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		if rec, err = orch.Load(tx, uid); err != nil {
-			return err
-		}
-		states, err = orch.States(tx, rec)
+		var err error
+		rec, states, err = orch.LoadRef(tx, ref)
 		return err
 	})
 	return rec, states, err

@@ -74,71 +74,43 @@ func stamp(t time.Time) string {
 }
 
 func reportRun(opts *ReportOptions) error {
-	rec, states, err := load(opts.App, opts.Ref)
-	if err != nil {
-		return err
-	}
-	v := reportView{FormatVersion: app.FormatVersion, UID: rec.UID, Finished: true, Totals: map[string]int{}, Tasks: []reportTask{}}
-	var preds map[string]orch.Prediction
-	logged := map[string]bool{} // failed tasks whose attempts printed something
+	var sum *orch.ReportSummary
 	if err := opts.App.View(func(tx *store.Tx) error {
-		v.RunnerPID, v.Running = orch.Running(tx, rec.UID)
-		if preds, err = orch.Predictions(tx, rec.UID); err != nil {
-			return err
-		}
-		for id, st := range states {
-			if st.Status != orch.StatusError {
-				continue
-			}
-			attempts, err := orch.Attempts(tx, rec.UID, id)
-			if err != nil {
-				return err
-			}
-			for _, n := range attempts {
-				l, err := orch.ReadLog(tx, rec.UID, id, n, 0)
-				if err != nil {
-					return err
-				}
-				if len(l.Lines) > 0 {
-					logged[id] = true
-					break
-				}
-			}
-		}
-		return nil
+		var err error
+		sum, err = orch.Report(tx, opts.Ref)
+		return err
 	}); err != nil {
 		return err
 	}
-	for _, s := range []orch.Status{orch.StatusPending, orch.StatusInProgress, orch.StatusSuccess, orch.StatusNoop, orch.StatusSkipped, orch.StatusError} {
-		v.Totals[string(s)] = 0
-	}
-	var first, last time.Time
-	for _, n := range orch.Ordered(rec.Plan) {
-		st := states[n.ID]
-		t := reportTask{ID: n.ID, Status: string(st.Status), Attempts: st.Attempts, Changed: st.Changed, Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End),
-			Predicted: preds[n.ID].What}
-		if !st.Start.IsZero() && !st.End.IsZero() {
-			t.DurationMS = float64(st.End.Sub(st.Start).Microseconds()) / 1000
-		}
-		if !st.Start.IsZero() && (first.IsZero() || st.Start.Before(first)) {
-			first = st.Start
-		}
-		if st.End.After(last) {
-			last = st.End
-		}
-		if !st.Status.Finished() || orch.Stopped(st) {
-			v.Finished = false
-		}
-		v.Totals[t.Status]++
-		v.Tasks = append(v.Tasks, t)
-	}
-	if !first.IsZero() && last.After(first) {
-		v.WallMS = float64(last.Sub(first).Microseconds()) / 1000
-	}
-	w := opts.App.IO.Out
+	v := newReportView(sum)
 	if opts.JSON {
-		return app.JSON(w, v)
+		return app.JSON(opts.App.IO.Out, v)
 	}
+	return printReport(opts.App, sum, v)
+}
+
+// newReportView is the --json view of sum.
+func newReportView(sum *orch.ReportSummary) reportView {
+	v := reportView{FormatVersion: app.FormatVersion, UID: sum.UID, Finished: sum.Finished, Running: sum.Running, RunnerPID: sum.RunnerPID,
+		WallMS: millis(sum.Wall), Totals: make(map[string]int, len(sum.Totals)), Tasks: make([]reportTask, 0, len(sum.Tasks))}
+	for s, n := range sum.Totals {
+		v.Totals[string(s)] = n
+	}
+	for _, t := range sum.Tasks {
+		st := t.State
+		v.Tasks = append(v.Tasks, reportTask{ID: t.ID, Status: string(st.Status), DurationMS: millis(t.Duration), Attempts: st.Attempts, Changed: st.Changed,
+			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted})
+	}
+	return v
+}
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// printReport prints the human view of a report: the task table, the
+// totals line, and where to read the logs of the tasks that failed.
+func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
+	w := a.IO.Out
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""
@@ -153,15 +125,15 @@ func reportRun(opts *ReportOptions) error {
 		if t.Attempts > 0 {
 			att = fmt.Sprint(t.Attempts)
 		}
-		status := app.Paint(t.Status, opts.App.ColorOut())
+		status := app.Paint(t.Status, a.ColorOut())
 		row := []string{t.ID, status, dur, att, note}
-		if len(preds) > 0 {
+		if sum.Checked {
 			row = []string{t.ID, t.Predicted, status, dur, att, note}
 		}
 		rows = append(rows, row)
 	}
 	header := []string{"task", "status", "duration", "attempts", "error or reason"}
-	if len(preds) > 0 {
+	if sum.Checked {
 		// The last orch check's prediction beside what happened.
 		header = []string{"task", "predicted", "status", "duration", "attempts", "error or reason"}
 	}
@@ -181,17 +153,17 @@ func reportRun(opts *ReportOptions) error {
 		case v.Running:
 			state += fmt.Sprintf(", running (pid %d)", v.RunnerPID)
 		case v.Totals[string(orch.StatusInProgress)] > 0:
-			state += ", interrupted: no runner is alive; solar orch resume " + rec.UID + " finishes it"
+			state += ", interrupted: no runner is alive; solar orch resume " + v.UID + " finishes it"
 		}
 	}
 	wall := "wall time " + time.Duration(v.WallMS*float64(time.Millisecond)).Round(time.Millisecond).String()
 	if v.Running {
 		wall = "running" // a wall time so far would read as the total
 	}
-	fmt.Fprintf(w, "\n%s: %s; %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "), wall, rec.UID, state)
-	for _, t := range v.Tasks {
-		if t.Status == string(orch.StatusError) && logged[t.ID] {
-			fmt.Fprintf(w, "what %s printed: solar orch logs %s %s\n", t.ID, rec.UID, t.ID)
+	fmt.Fprintf(w, "\n%s: %s; %s; plan %s %s\n", app.Count(len(v.Tasks), "task"), strings.Join(parts, ", "), wall, v.UID, state)
+	for _, t := range sum.Tasks {
+		if t.State.Status == orch.StatusError && t.Logged {
+			fmt.Fprintf(w, "what %s printed: solar orch logs %s %s\n", t.ID, v.UID, t.ID)
 		}
 	}
 	return nil

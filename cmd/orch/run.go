@@ -91,7 +91,7 @@ type runVariant struct {
 	reset             func(orch.State) bool
 }
 
-func newCmdRunVariant(a *app.App, v runVariant) *cobra.Command {
+func newCmdRunVariant(a *app.App, v runVariant, runF func(*RunOptions) error) *cobra.Command {
 	opts := &RunOptions{App: a, Verb: v.verb}
 	c := &cobra.Command{
 		Use:     v.verb + " [UID|last]",
@@ -105,6 +105,9 @@ func newCmdRunVariant(a *app.App, v runVariant) *cobra.Command {
 				return err
 			}
 			opts.Prepare = resetWhere(v.reset)
+			if runF != nil {
+				return runF(opts)
+			}
 			return runRun(opts)
 		},
 	}
@@ -113,17 +116,17 @@ func newCmdRunVariant(a *app.App, v runVariant) *cobra.Command {
 }
 
 // NewCmdResume builds "solar orch resume".
-func NewCmdResume(a *app.App) *cobra.Command {
+func NewCmdResume(a *app.App, runF func(*RunOptions) error) *cobra.Command {
 	return newCmdRunVariant(a, runVariant{
 		verb:  "resume",
 		short: "Continue an interrupted or stopped run; finished tasks are not run again",
 		long:  "Continue the plan: tasks that are not finished (pending, or interrupted while running) run; finished ones are kept. Tasks SKIPPED \"stopped\" run again.",
 		reset: orch.Stopped,
-	})
+	}, runF)
 }
 
 // NewCmdRetry builds "solar orch retry".
-func NewCmdRetry(a *app.App) *cobra.Command {
+func NewCmdRetry(a *app.App, runF func(*RunOptions) error) *cobra.Command {
 	return newCmdRunVariant(a, runVariant{
 		verb:  "retry",
 		short: "Run again the tasks that ended ERROR and those they skipped",
@@ -132,17 +135,17 @@ func NewCmdRetry(a *app.App) *cobra.Command {
 			_, failed := st.FailedRoot("")
 			return failed || orch.Stopped(st)
 		},
-	})
+	}, runF)
 }
 
 // NewCmdRestart builds "solar orch restart".
-func NewCmdRestart(a *app.App) *cobra.Command {
+func NewCmdRestart(a *app.App, runF func(*RunOptions) error) *cobra.Command {
 	return newCmdRunVariant(a, runVariant{
 		verb:  "restart",
 		short: "Run every task of a plan again",
 		long:  "Set every task back to PENDING and run the plan from the start.",
 		reset: func(orch.State) bool { return true },
-	})
+	}, runF)
 }
 
 // resetWhere returns a Prepare that sets matching tasks back to PENDING.

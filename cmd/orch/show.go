@@ -78,17 +78,15 @@ type planView struct {
 }
 
 func showRun(opts *ShowOptions) error {
-	rec, states, err := load(opts.App, opts.Ref)
-	if err != nil {
-		return err
-	}
-	var diffs map[string]orch.TaskDiff
+	var sum *orch.ShowSummary
 	if err := opts.App.View(func(tx *store.Tx) error {
-		diffs, err = orch.Diffs(tx, rec)
+		var err error
+		sum, err = orch.Show(tx, opts.Ref)
 		return err
 	}); err != nil {
 		return err
 	}
+	rec := sum.Record
 	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
 		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings}
 	if v.Selection == nil {
@@ -97,15 +95,15 @@ func showRun(opts *ShowOptions) error {
 	if v.Warnings == nil {
 		v.Warnings = []string{}
 	}
-	for _, n := range orch.Ordered(rec.Plan) {
+	for _, t := range sum.Tasks {
+		n := t.Node
 		tb := n.TriggeredBy
 		if tb == nil {
 			tb = []string{}
 		}
-		d := diffs[n.ID]
 		v.Tasks = append(v.Tasks, taskView{ID: n.ID, Resource: n.Resource, Action: n.Action, Instance: n.Instance,
-			Status: string(states[n.ID].Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight,
-			DiffSource: d.Source, Diff: app.DiffView(d.Diff)})
+			Status: string(t.Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight,
+			DiffSource: t.Diff.Source, Diff: app.DiffView(t.Diff.Diff)})
 	}
 	for _, e := range rec.Plan.Edges {
 		v.Edges = append(v.Edges, edgeView{From: e.From, To: e.To, Kind: e.Kind, Event: string(e.Event), Rule: e.Rule})

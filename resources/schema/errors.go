@@ -1,8 +1,9 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/solarops/solar/internal/invalid"
 )
 
 // Errors every failure of this package unwraps to, so callers can map them to
@@ -10,10 +11,10 @@ import (
 var (
 	// ErrBadSchema is wrapped by every *ParseError: a base declares an input
 	// with schema text that is not well formed.
-	ErrBadSchema = errors.New("bad schema")
+	ErrBadSchema = invalid.New("bad schema")
 	// ErrBadValue is wrapped by every *CheckError: a value does not match the
 	// schema of its input.
-	ErrBadValue = errors.New("value does not match its schema")
+	ErrBadValue = invalid.New("value does not match its schema")
 )
 
 // ParseError reports malformed schema text and where the problem is.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/solarops/solar/internal/invalid"
 )
 
 // Backend is an open store.
@@ -68,7 +70,7 @@ var (
 	ErrNoStore = errors.New("no store")
 	// ErrBadLocation means a store location that cannot be used as
 	// given: a URL that does not parse, a bad parameter.
-	ErrBadLocation = errors.New("bad store location")
+	ErrBadLocation = invalid.New("bad store location")
 	// ErrDamaged means the store, or a record in it, is not what solar
 	// wrote: truncated, overwritten, or edited by hand.
 	ErrDamaged = errors.New("damaged")

@@ -1,0 +1,128 @@
+package orch
+
+import (
+	"time"
+
+	"github.com/solarops/solar/store"
+)
+
+// ReportSummary is what "orch report" shows of a plan: every task in the
+// order of Ordered with its state, and the totals. It is read in one
+// transaction, so its parts agree with each other.
+type ReportSummary struct {
+	UID string
+	// Finished is false while some task has not finished, or was stopped
+	// (orch resume would run it).
+	Finished bool
+	// Running is true while a live process runs the plan; RunnerPID is its
+	// pid then.
+	Running   bool
+	RunnerPID int
+	// Wall is the time from the first task's start to the last task's end;
+	// 0 before any task ended.
+	Wall time.Duration
+	// Totals counts the tasks by status; every status has an entry.
+	Totals map[Status]int
+	// Checked is true when orch check predicted the tasks' outcomes.
+	Checked bool
+	Tasks   []ReportTask
+}
+
+// ReportTask is one task of a ReportSummary.
+type ReportTask struct {
+	ID    string
+	State State
+	// Duration is End-Start when the task has both; 0 otherwise.
+	Duration time.Duration
+	// Predicted is what the last orch check predicted; "" if none.
+	Predicted string
+	// Logged is true for a task in ERROR one of whose attempts printed
+	// something: its log says more than its error line.
+	Logged bool
+}
+
+// reportStatuses are the statuses a report counts, each with an entry in
+// ReportSummary.Totals.
+var reportStatuses = []Status{StatusPending, StatusInProgress, StatusSuccess, StatusNoop, StatusSkipped, StatusError}
+
+// Report summarises the plan ref names ("last", "last~N" or a uid), as
+// "orch report" shows it.
+func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
+	rec, states, err := LoadRef(tx, ref)
+	if err != nil {
+		return nil, err
+	}
+	preds, err := Predictions(tx, rec.UID)
+	if err != nil {
+		return nil, err
+	}
+	s := &ReportSummary{UID: rec.UID, Finished: true, Totals: make(map[Status]int, len(reportStatuses)), Checked: len(preds) > 0}
+	s.RunnerPID, s.Running = Running(tx, rec.UID)
+	for _, st := range reportStatuses {
+		s.Totals[st] = 0
+	}
+	var first, last time.Time
+	for _, n := range Ordered(rec.Plan) {
+		st := states[n.ID]
+		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What}
+		if !st.Start.IsZero() && !st.End.IsZero() {
+			t.Duration = st.End.Sub(st.Start)
+		}
+		if st.Status == StatusError {
+			if t.Logged, err = printed(tx, rec.UID, n.ID); err != nil {
+				return nil, err
+			}
+		}
+		if !st.Start.IsZero() && (first.IsZero() || st.Start.Before(first)) {
+			first = st.Start
+		}
+		if st.End.After(last) {
+			last = st.End
+		}
+		if !st.Status.Finished() || Stopped(st) {
+			s.Finished = false
+		}
+		s.Totals[st.Status]++
+		s.Tasks = append(s.Tasks, t)
+	}
+	if !first.IsZero() && last.After(first) {
+		s.Wall = last.Sub(first)
+	}
+	return s, nil
+}
+
+// printed reports whether some attempt of task printed a line.
+func printed(tx *store.Tx, uid, task string) (bool, error) {
+	attempts, err := Attempts(tx, uid, task)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range attempts {
+		l, err := ReadLog(tx, uid, task, n, 0)
+		if err != nil {
+			return false, err
+		}
+		if len(l.Lines) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// LoadRef resolves ref ("last", "last~N" or a uid) and returns the plan
+// with the recorded state of each task. The Record is shared (see Load).
+func LoadRef(tx *store.Tx, ref string) (*Record, map[string]State, error) {
+	uid, err := Resolve(tx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := Load(tx, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	states, err := States(tx, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, states, nil
+}
