@@ -1079,3 +1079,22 @@ func TestBehindSet(t *testing.T) {
 		<-waited
 	}
 }
+
+// The handlers are listed once: every name Known accepts is one ByName
+// returns a handler for, and messages list exactly them.
+func TestHandlerNamesListedOnce(t *testing.T) {
+	for _, name := range names {
+		if !Known(name) {
+			t.Errorf("Known(%q) = false", name)
+		}
+		if h, err := ByName(name, nil, nil); err != nil || h == nil {
+			t.Errorf("ByName(%q) = %v, %v; want a handler", name, h, err)
+		}
+	}
+	if Known("") || Known("chef") {
+		t.Error(`Known("") or Known("chef") is true`)
+	}
+	if got := KnownList(); got != "shell, ansible or noop" {
+		t.Errorf("KnownList() = %q", got)
+	}
+}
