@@ -6,5 +6,7 @@
 // store shares trust.
 //
 // It knows nothing of SSH itself: keys are kept in authorized_keys form and
-// compared as text by the transport (orch/handler/ssh).
+// compared as text by the transport (orch/handler/ssh). A node becomes what
+// the transports and the Ansible handler see here only (Node.Target, a
+// handler.Target; Remote for the SSH nodes among a plan's locations).
 package nodes

@@ -47,7 +47,7 @@ func checkPrefix(uid string) string { return "check/" + uid + "/" }
 func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Prediction, error) {
 	sdb, done := r.openStore()
 	defer done()
-	defer handler.Settle()
+	defer r.settle()
 	var (
 		rec   *Record
 		infos map[string]*taskInfo

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"time"
 
-	sshx "github.com/solarops/solar/orch/handler/ssh"
-
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
@@ -138,22 +136,8 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			info.res, info.resSum = res, maphash.Bytes(resSeed, raw)
 		}
 	}
-	cat = resources.NewCatalog(tx)
-	remote, err := sshNodes(cat, locations)
-	if err != nil {
+	if err := r.wireTransports(resources.NewCatalog(tx), locations, shell, ansible); err != nil {
 		return nil, err
-	}
-	if len(remote) > 0 {
-		r.transport = sshx.New(remote, shell.Transport, r.SSH)
-		shell.Transport = r.transport
-	}
-	if targets := ansibleTargets(cat, locations); len(targets) > 0 {
-		ansible.Target = func(loc string) (handler.AnsibleTarget, error) {
-			if t, ok := targets[loc]; ok {
-				return t, nil
-			}
-			return handler.AnsibleTarget{Name: "localhost", Local: true}, nil
-		}
 	}
 	// Every task's react edges share one array, cut to size: grown one
 	// task at a time, copies of them took 30 MB at 100,000 tasks.

@@ -72,6 +72,7 @@ type Runner struct {
 	LeaseTTL time.Duration
 
 	transport *sshx.Transport // the run's SSH connections, if any node needs them
+	local     *handler.Local  // the run's attempts on this machine (wireTransports)
 }
 
 // taskInfo is what the runner knows about one task before the walk.
@@ -111,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	sdb, done := r.openStore()
 	defer done()
 	// The attempts' private dirs are removed behind them: gone when Run returns.
-	defer handler.Settle()
+	defer r.settle()
 	token := newToken()
 	locks, err := store.OpenLocks(r.Path, store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
 	if err != nil {

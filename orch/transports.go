@@ -1,8 +1,6 @@
 package orch
 
 import (
-	"errors"
-
 	sshx "github.com/solarops/solar/orch/handler/ssh"
 
 	"github.com/solarops/solar/nodes"
@@ -10,50 +8,50 @@ import (
 	"github.com/solarops/solar/resources"
 )
 
-// sshNodes returns the nodes with transport ssh among locations, by name.
-// Locations that name no node, or a local one, run here.
-func sshNodes(cat *resources.Catalog, locations []string) (map[string]*sshx.Node, error) {
-	out := map[string]*sshx.Node{}
-	for _, loc := range locations {
-		n, err := nodes.Get(cat, loc)
-		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, nodes.ErrNotNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !n.SSH() {
-			continue
-		}
-		out[loc] = SSHNode(n)
+// wireTransports completes the run's handlers once every location of its
+// plan is known: the attempts of this machine, ansible-playbook's
+// included, run on the run's Local (r.local, settled when the run ends:
+// r.settle); the SSH nodes among locations (nodes.Remote) get the run's
+// SSH connections (r.transport), and the Ansible handler their targets.
+// Any other location runs here.
+func (r *Runner) wireTransports(cat *resources.Catalog, locations []string, shell *handler.Shell, ansible *handler.Ansible) error {
+	remote, err := nodes.Remote(cat, locations)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	if r.local == nil {
+		r.local = &handler.Local{}
+	}
+	if shell.Transport == nil {
+		shell.Transport = r.local
+	}
+	ansible.Local = r.local
+	if len(remote) == 0 {
+		return nil
+	}
+	sshNodes := make(map[string]*sshx.Node, len(remote))
+	for loc, t := range remote {
+		sshNodes[loc] = sshx.NodeOf(t)
+	}
+	r.transport = sshx.New(sshNodes, shell.Transport, r.SSH)
+	shell.Transport = r.transport
+	ansible.Target = func(loc string) (handler.Target, error) {
+		if t, ok := remote[loc]; ok {
+			return t, nil
+		}
+		return handler.Target{Name: "localhost", Local: true}, nil
+	}
+	return nil
 }
 
-// ansibleTargets returns, by location, how ansible-playbook reaches the
-// SSH nodes among locations; any other location is this machine.
-func ansibleTargets(cat *resources.Catalog, locations []string) map[string]handler.AnsibleTarget {
-	out := map[string]handler.AnsibleTarget{}
-	for _, loc := range locations {
-		n, err := nodes.Get(cat, loc)
-		if err != nil || !n.SSH() {
-			continue
-		}
-		t := handler.AnsibleTarget{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
-		if n.Trusted != nil {
-			t.HostKey = n.Trusted.Key
-		}
-		out[loc] = t
+// settle removes what the run's attempts left on this machine, and the
+// run's private directories, before the run returns (handler.Local.Settle).
+func (r *Runner) settle() {
+	if r.local != nil {
+		r.local.Settle()
 	}
-	return out
 }
 
-// SSHNode is the SSH transport's view of a node.
-func SSHNode(n *nodes.Node) *sshx.Node {
-	sn := &sshx.Node{Name: n.Name, Host: n.IP, Port: n.Port, User: n.User, KeyPath: n.Key}
-	if n.Trusted != nil {
-		// A damaged key reads as no key: the task says to trust again.
-		sn.HostKey, _ = sshx.ParseKey(n.Trusted.Key)
-	}
-	return sn
-}
+// SSHNode is the SSH transport's view of a node: a forwarder kept for
+// cmd/node, which can call sshx.NodeOf(n.Target()) itself.
+func SSHNode(n *nodes.Node) *sshx.Node { return sshx.NodeOf(n.Target()) }

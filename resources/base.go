@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/solarops/solar/internal/invalid"
+	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/resources/schema"
 )
 
@@ -86,9 +87,6 @@ func nodeInputs() []InputDef {
 		{Name: SSHKeyInput, Schema: schema.MustParse("str"), Default: ""},
 	}
 }
-
-// Handlers solar knows how to run.
-var handlers = map[string]bool{"shell": true, "noop": true, "ansible": true}
 
 // InputDef declares one input of a base.
 type InputDef struct {
@@ -368,8 +366,9 @@ func LoadBase(dir string) (*Base, error) {
 	if b.Handler == "" {
 		b.Handler = "shell"
 	}
-	if !handlers[b.Handler] {
-		return nil, fmt.Errorf("%w: %s: unknown handler %q (want shell, ansible or noop)", ErrBase, shown, b.Handler)
+	// The handlers are listed once, in package handler, which runs them.
+	if !handler.Known(b.Handler) {
+		return nil, fmt.Errorf("%w: %s: unknown handler %q (want %s)", ErrBase, shown, b.Handler, handler.KnownList())
 	}
 	if b.Actions == nil {
 		b.Actions = map[string]string{}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -38,25 +36,16 @@ const AnsibleProgram = "ansible-playbook"
 // ansibleInstallHint says how to get ansible-playbook.
 const ansibleInstallHint = "apt-get install ansible-core (or pip install ansible-core)"
 
-// AnsibleTarget is how ansible-playbook reaches a task's node.
-type AnsibleTarget struct {
-	Name    string // the node's name, for messages and the inventory
-	Local   bool   // this machine: ansible_connection=local
-	Host    string // address
-	Port    int
-	User    string
-	KeyPath string // private key on the controller; "" is ssh's default
-	// HostKey is the trusted host key in authorized_keys form ("ssh-ed25519
-	// AAAA..."); "" means the node is not trusted yet.
-	HostKey string
-}
-
 // Ansible is the handler of bases with "handler: ansible". Its zero value
 // runs every playbook locally.
 type Ansible struct {
 	// Target resolves a task's location to its node; nil, or an empty
 	// location, is this machine.
-	Target func(location string) (AnsibleTarget, error)
+	Target func(location string) (Target, error)
+	// Local runs ansible-playbook, on this machine whatever the node:
+	// the run's Local; nil is the one shared by every handler given none
+	// (see Local).
+	Local *Local
 	// TempDir, KillGrace: as for Shell.
 	TempDir   string
 	KillGrace time.Duration
@@ -99,79 +88,74 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: inputs cannot be written as YAML: %v", ErrBadRequest, err)
 	}
-
-	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
-	grace := killGrace(h.KillGrace)
-	files, err := newAnsibleFiles(h.TempDir, grace, target, vars, g.Token)
-	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
+	local := h.Local
+	if local == nil {
+		local = &defaultLocal
 	}
-	defer files.remove()
-
-	attempt, cancel := attemptContext(ctx, req)
-	defer cancel()
-	args := []string{"-i", files.inventory, "-e", "@" + files.vars}
+	key := req.Resource
 	if req.Check {
-		args = append(args, "--check")
+		key = ""
 	}
-	args = append(args, req.Script)
-	var stdout, stderr tail
-	log := newLineLog(liveOutput(req))
-	if err := files.attempt.note(req.Task, g); err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "cannot record the attempt: " + err.Error()}
-	}
-	if err := PassGate(req.Gate); err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
-	}
-	p, err := start(program{
-		argv:   append([]string{path}, args...),
-		dir:    req.BaseDir,
-		env:    ansibleEnv(files, target, g.Token, req),
-		stdout: io.MultiWriter(&stdout, log.stream('o')),
-		stderr: io.MultiWriter(&stderr, log.stream('e')),
+	return runAttempt(ctx, req, job{
+		host: local,
+		attempt: Attempt{
+			Task:    req.Task,
+			BaseDir: req.BaseDir,
+			Script:  req.Script,
+			TempDir: h.TempDir,
+			Grace:   killGrace(h.KillGrace),
+			Key:     key,
+			Program: &Program{Name: prog, Prepare: func(dir, token string) (Prepared, error) {
+				return prepareAnsible(dir, token, path, target, vars, req)
+			}},
+		},
+		program: "ansible-playbook ",
+		read:    func(e Ended) outcome { return ansibleOutcome(e, target.Name) },
 	})
-	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: fmt.Sprintf("cannot start %s: %v", prog, err)}
-	}
-	g.PGID = p.pid
-	_ = files.attempt.note(req.Task, g)
-	if req.Started != nil {
-		req.Started(g)
-	}
-	ended, waitErr := p.wait(attempt, grace)
-	// What ansible-playbook left running (an SSH control master waiting
-	// out ControlPersist) carries the attempt's token: it goes too, before
-	// its socket's directory is removed (files.remove).
-	_, _ = KillGroup(Group{Boot: g.Boot, Token: g.Token}, time.Second)
+}
 
-	ar, resultErr := readAnsibleResult(files.result)
-	m := secrets(req, ar.Outputs)
-	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m), Log: log.lines(m.apply)}
-	exit := ended.Exit
-	switch {
-	case ended.Stopped && ctx.Err() != nil:
-		return res, canceled(ctx)
-	case ended.Stopped:
-		return res, &Error{Kind: ErrTimeout, ExitCode: -1, Msg: "timed out after " + req.Timeout.String()}
-	case waitErr != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: "lost ansible-playbook: " + waitErr.Error()}
-	case ar.Unreachable != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: exit.Code, Msg: m.apply(fmt.Sprintf("node %s is unreachable: %s", target.Name, oneLineText(ar.Unreachable.Msg)))}
-	case ar.Failed != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: exit.Code, Msg: m.apply(fmt.Sprintf("task %q failed: %s", ar.Failed.Task, oneLineText(ar.Failed.Msg)))}
-	case exit.Signal != "":
-		return res, failed(-1, "ansible-playbook killed by "+exit.Signal, res.Stderr)
-	case exit.Code != 0:
-		return res, failed(exit.Code, "ansible-playbook exit status "+strconv.Itoa(exit.Code), res.Stderr)
-	case resultErr != nil:
-		return res, &Error{Kind: ErrBadResult, Msg: m.apply(resultErr.Error())}
+// prepareAnsible writes the attempt's files in dir (newAnsibleFiles) and
+// says how ansible-playbook, at path, runs the playbook against target.
+func prepareAnsible(dir, token, path string, target Target, vars []byte, req Request) (Prepared, error) {
+	files, err := newAnsibleFiles(dir, target, vars, token)
+	if err != nil {
+		return Prepared{}, err
 	}
-	res.Changed, res.Outputs = ar.Changed, ar.Outputs
-	return res, nil
+	argv := []string{path, "-i", files.inventory, "-e", "@" + files.vars}
+	if req.Check {
+		argv = append(argv, "--check")
+	}
+	argv = append(argv, req.Script)
+	return Prepared{
+		Argv:   argv,
+		Env:    ansibleEnv(files, target, req),
+		Result: files.result,
+		Done: func() {
+			// What ansible-playbook left running (an SSH control master
+			// waiting out ControlPersist) carries the attempt's token: it
+			// goes too, before its socket's directory is removed.
+			_, _ = KillGroup(Group{Boot: bootID(), Token: token}, time.Second)
+			files.remove()
+		},
+	}, nil
+}
+
+// ansibleOutcome reads what the solar_result callback wrote; a failed task
+// or an unreachable node, named as node, is the attempt's failure.
+func ansibleOutcome(e Ended, node string) outcome {
+	ar, err := readAnsibleResult(e)
+	o := outcome{changed: ar.Changed, outputs: ar.Outputs, err: err}
+	switch {
+	case ar.Unreachable != nil:
+		o.failure = fmt.Sprintf("node %s is unreachable: %s", node, oneLineText(ar.Unreachable.Msg))
+	case ar.Failed != nil:
+		o.failure = fmt.Sprintf("task %q failed: %s", ar.Failed.Task, oneLineText(ar.Failed.Msg))
+	}
+	return o
 }
 
 // resolve finds the program to run and the node to run the playbook on.
-func (h *Ansible) resolve(req Request) (prog, path string, target AnsibleTarget, err error) {
+func (h *Ansible) resolve(req Request) (prog, path string, target Target, err error) {
 	prog = h.Program
 	if prog == "" {
 		prog = AnsibleProgram
@@ -181,7 +165,7 @@ func (h *Ansible) resolve(req Request) (prog, path string, target AnsibleTarget,
 		return prog, "", target, &Error{Kind: ErrFailed, ExitCode: -1,
 			Msg: fmt.Sprintf("%s is not installed on this machine, which runs the playbooks of handler ansible: %s", prog, ansibleInstallHint)}
 	}
-	target = AnsibleTarget{Name: "localhost", Local: true}
+	target = Target{Name: "localhost", Local: true}
 	if req.Location != "" && h.Target != nil {
 		if target, err = h.Target(req.Location); err != nil {
 			return prog, path, target, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error()}
@@ -254,18 +238,17 @@ func ansibleKeyFile(p, dir string) (string, error) {
 	return p, nil
 }
 
-// readAnsibleResult reads what the solar_result callback wrote; the error
-// says why there is no usable result.
-func readAnsibleResult(path string) (ansibleResult, error) {
+// readAnsibleResult decodes what the solar_result callback wrote, as the
+// host read it; the error says why there is no usable result.
+func readAnsibleResult(e Ended) (ansibleResult, error) {
 	var ar ansibleResult
-	raw, err := readRegular(path, resultLimit)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case e.ResultErr != nil:
+		return ar, fmt.Errorf("cannot read the result: %w", errors.Unwrap(e.ResultErr))
+	case e.Result == nil:
 		return ar, errors.New("the run ended without a result (was the solar_result callback disabled?)")
-	case err != nil:
-		return ar, fmt.Errorf("cannot read the result: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(e.Result))
 	dec.UseNumber()
 	var resultErr error
 	if err := dec.Decode(&ar); err != nil {
@@ -282,11 +265,10 @@ func readAnsibleResult(path string) (ansibleResult, error) {
 }
 
 // ansibleFiles are the files of one attempt. Those in its directory in
-// the run directory (attemptFiles.attemptDir) go with the run directory
-// of a dead executor; its SSH control directory, which must have a short
+// the run directory (Program.Prepare's dir) go with the run directory of
+// a dead executor; its SSH control directory, which must have a short
 // path, is elsewhere (controlDirPrefix).
 type ansibleFiles struct {
-	attempt                                    attemptFiles
 	inventory, vars, plugins, result           string
 	localTemp, remoteTemp, sysTemp, controlDir string
 }
@@ -302,17 +284,13 @@ const hostKeyAlias = "solar-trusted-node"
 // watchdog, which removes "solar-cp-<its runner's pid>-*".
 const controlDirPrefix = "solar-cp-"
 
-// newAnsibleFiles makes the attempt's directory in the run directory
-// under parent (whose watchdog, if it starts it, gives groups grace) and
-// writes there the extra vars (0600: inputs may be
-// secret), the inventory (one host), the callback plugin and, for a
-// node, the known_hosts file, which goes in the attempt's SSH control
-// directory made here too: its path is then solar's own text throughout.
-func newAnsibleFiles(parent string, grace time.Duration, t AnsibleTarget, vars []byte, token string) (f ansibleFiles, err error) {
-	if f.attempt, err = newAttemptDir(parent, grace); err != nil {
-		return f, err
-	}
-	dir := f.attempt.attemptDir()
+// newAnsibleFiles writes in dir, the attempt's own directory, the extra
+// vars (0600: inputs may be secret), the inventory (one host), the
+// callback plugin and, for a node, the known_hosts file, which goes in the
+// attempt's SSH control directory made here too: its path is then solar's
+// own text throughout. On error it removes the control directory; dir is
+// its caller's.
+func newAnsibleFiles(dir string, t Target, vars []byte, token string) (f ansibleFiles, err error) {
 	f.inventory = filepath.Join(dir, "inventory.yml")
 	f.vars = filepath.Join(dir, "vars.yml")
 	f.plugins = filepath.Join(dir, "plugins")
@@ -351,13 +329,13 @@ func newAnsibleFiles(parent string, grace time.Duration, t AnsibleTarget, vars [
 	return f, nil
 }
 
-// remove removes the attempt's files and its note, once nothing of the
-// attempt runs any more.
+// remove removes what the attempt made outside its directory (its SSH
+// control directory), once nothing of the attempt runs any more; its
+// directory goes with its note (Local.execProgram).
 func (f ansibleFiles) remove() {
 	if f.controlDir != "" {
 		_ = os.RemoveAll(f.controlDir)
 	}
-	f.attempt.removeAttemptDir()
 }
 
 // makeControlDir makes the attempt's SSH control directory. It is made
@@ -387,7 +365,7 @@ func plainHostName(name string) bool {
 // option text: none of it is a template. The port is a number, which
 // Ansible never templates. The local interpreter is solar's own template
 // and stays one.
-func inventoryYAML(t AnsibleTarget, knownHosts string) []byte {
+func inventoryYAML(t Target, knownHosts string) []byte {
 	b := []byte(`{"all": {"hosts": {`)
 	b = appendYAMLString(b, t.Name, false)
 	if t.Local {
@@ -415,34 +393,28 @@ func inventoryYAML(t AnsibleTarget, knownHosts string) []byte {
 	return b
 }
 
-// ansibleEnv is the environment of ansible-playbook: the executor's own
-// (without solar's protocol variables), with the callback enabled, host key
+// ansibleEnv is what ansible-playbook's environment adds to the executor's
+// own (which Local gives it without solar's protocol variables, and with
+// the attempt's token): the callback enabled, host key
 // checking on, and Ansible's own files in the attempt's directory, TMPDIR
 // included. On this machine that takes in the modules' files too
 // (Ansible's "remote" temp dir, and TMPDIR, where a module unpacks
 // itself), which a stopped playbook would otherwise leave behind, module
 // arguments in plain text. A node's modules see its own environment.
-func ansibleEnv(f ansibleFiles, t AnsibleTarget, token string, req Request) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if inheritable(kv) {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"ANSIBLE_CALLBACK_PLUGINS="+f.plugins,
+func ansibleEnv(f ansibleFiles, t Target, req Request) []string {
+	env := []string{
+		"ANSIBLE_CALLBACK_PLUGINS=" + f.plugins,
 		"ANSIBLE_CALLBACKS_ENABLED=solar_result",
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_RETRY_FILES_ENABLED=False",
 		"ANSIBLE_NOCOLOR=True",
-		"ANSIBLE_LOCAL_TEMP="+f.localTemp,
-		"TMPDIR="+f.sysTemp,
-		"SOLAR_RESULT="+f.result,
-		"SOLAR_RESOURCE="+req.Resource,
-		"SOLAR_ACTION="+req.Action,
-		"SOLAR_TASK="+req.Task,
-		attemptVar+"="+token,
-	)
+		"ANSIBLE_LOCAL_TEMP=" + f.localTemp,
+		"TMPDIR=" + f.sysTemp,
+		"SOLAR_RESULT=" + f.result,
+		"SOLAR_RESOURCE=" + req.Resource,
+		"SOLAR_ACTION=" + req.Action,
+		"SOLAR_TASK=" + req.Task,
+	}
 	if t.Local {
 		return append(env, "ANSIBLE_REMOTE_TEMP="+f.remoteTemp)
 	}

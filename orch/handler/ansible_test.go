@@ -239,8 +239,8 @@ func TestAnsibleInputsAreData(t *testing.T) {
 }
 
 // sshTarget is how ansible-playbook reaches a test sshd as a trusted node.
-func sshTarget(s *sshdtest.Server) AnsibleTarget {
-	return AnsibleTarget{Name: "n1", Host: s.IP, Port: s.Port, User: s.User, KeyPath: s.ClientKey,
+func sshTarget(s *sshdtest.Server) Target {
+	return Target{Name: "n1", Host: s.IP, Port: s.Port, User: s.User, KeyPath: s.ClientKey,
 		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey)))}
 }
 
@@ -263,14 +263,14 @@ func TestAnsibleNodeInputsAreData(t *testing.T) {
 	needAnsible(t)
 	srv := sshdtest.Start(t, sshdtest.Options{})
 	base := ansibleBase(t, nodeInputsPlaybook)
-	run := func(t *testing.T, target AnsibleTarget, connect bool) (Result, error) {
+	run := func(t *testing.T, target Target, connect bool) (Result, error) {
 		req := base
 		req.Location = "n1"
 		req.Inputs = map[string]any{"connect": connect}
-		h := &Ansible{TempDir: t.TempDir(), Target: func(string) (AnsibleTarget, error) { return target, nil }}
+		h := &Ansible{TempDir: t.TempDir(), Target: func(string) (Target, error) { return target, nil }}
 		return h.Run(context.Background(), req)
 	}
-	checkEcho := func(t *testing.T, res Result, target AnsibleTarget) {
+	checkEcho := func(t *testing.T, res Result, target Target) {
 		t.Helper()
 		want := map[string]any{"host": target.Host, "user": target.User, "key": target.KeyPath}
 		if diff := cmp.Diff(want, res.Outputs); diff != "" {
@@ -404,7 +404,7 @@ func TestAnsibleStoppedLeavesNothing(t *testing.T) {
 				marker = filepath.Join(srv.Home, "pid-"+newToken())
 				t.Cleanup(func() { _ = os.Remove(marker) })
 				req.Location = "n1"
-				h.Target = func(string) (AnsibleTarget, error) { return sshTarget(srv), nil }
+				h.Target = func(string) (Target, error) { return sshTarget(srv), nil }
 				req.Timeout = 5 * time.Minute
 			}
 			req.Inputs = map[string]any{"marker": marker}
@@ -437,7 +437,7 @@ func TestAnsibleStoppedLeavesNothing(t *testing.T) {
 			if left := controlDirs(os.Getpid()); len(left) > 0 {
 				t.Errorf("SSH control dirs left after the attempt: %v", left)
 			}
-			Settle()
+			defaultLocal.Settle()
 			if left, _ := os.ReadDir(parent); len(left) > 0 {
 				t.Errorf("%s left in the temp dir after the attempt", left[0].Name())
 			}
@@ -455,7 +455,7 @@ type helperAttempt struct {
 	Parent  string         // Ansible.TempDir
 	BaseDir string         // the playbook is BaseDir/site.yaml
 	Inputs  map[string]any // its inputs
-	Target  *AnsibleTarget // nil: this machine
+	Target  *Target        // nil: this machine
 }
 
 func TestMain(m *testing.M) {
@@ -476,7 +476,7 @@ func runAnsibleHelper(raw string) int {
 	req := Request{Resource: "res", Action: "run", Task: "res.run#0", BaseDir: a.BaseDir, Script: "site.yaml", Inputs: a.Inputs}
 	if a.Target != nil {
 		req.Location = a.Target.Name
-		h.Target = func(string) (AnsibleTarget, error) { return *a.Target, nil }
+		h.Target = func(string) (Target, error) { return *a.Target, nil }
 	}
 	_, err := h.Run(context.Background(), req)
 	fmt.Fprintf(os.Stderr, "the attempt ended before it was killed: %v\n", err)
@@ -623,8 +623,8 @@ func TestSweepTempRemovesDeadRunnersControlDirs(t *testing.T) {
 // holds, adds an entry; a trusted key with a line break in it is refused.
 func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFmPqW6vJ3Q1wQ3b6h5kq7nV2m0b4Jm5r9cV3cD0e1fA"
-	target := AnsibleTarget{Name: "n1", Host: "127.0.0.2\n* " + key, Port: 2222, User: "u", HostKey: key}
-	f, err := newAnsibleFiles(t.TempDir(), time.Second, target, []byte("{}\n"), newToken())
+	target := Target{Name: "n1", Host: "127.0.0.2\n* " + key, Port: 2222, User: "u", HostKey: key}
+	f, err := newAnsibleFiles(t.TempDir(), target, []byte("{}\n"), newToken())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
 	target = sshTargetWithKey(key + "\n* " + key)
 	req := ansibleBase(t, "- hosts: all\n  tasks: []\n")
 	req.Location = "n1"
-	h := &Ansible{TempDir: t.TempDir(), Target: func(string) (AnsibleTarget, error) { return target, nil }}
+	h := &Ansible{TempDir: t.TempDir(), Target: func(string) (Target, error) { return target, nil }}
 	needAnsible(t)
 	_, err = h.Run(context.Background(), req)
 	if err == nil || !strings.Contains(err.Error(), "the trusted host key of node n1 is damaged: solar node trust n1") {
@@ -651,8 +651,8 @@ func TestAnsibleKnownHostsHoldOnlyTheTrustedKey(t *testing.T) {
 
 // sshTargetWithKey is a node at an address nothing listens on, trusted
 // with key.
-func sshTargetWithKey(key string) AnsibleTarget {
-	return AnsibleTarget{Name: "n1", Host: "127.0.0.2", Port: 1, HostKey: key}
+func sshTargetWithKey(key string) Target {
+	return Target{Name: "n1", Host: "127.0.0.2", Port: 1, HostKey: key}
 }
 
 // A node's ssh_key is checked as the SSH transport checks it before
@@ -713,7 +713,7 @@ func TestAnsibleBadKeyFileFailsItsTask(t *testing.T) {
 		go func() {
 			target := sshTarget(srv)
 			target.KeyPath = c.key
-			h := &Ansible{TempDir: t.TempDir(), Target: func(string) (AnsibleTarget, error) { return target, nil }}
+			h := &Ansible{TempDir: t.TempDir(), Target: func(string) (Target, error) { return target, nil }}
 			var res Result
 			res, errs[i] = h.Run(context.Background(), req)
 			outs[i] = res.Stdout

@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/solarops/solar/resources"
 )
 
 // checkBase is a bundled shell base whose run and update support check mode,
@@ -346,47 +344,5 @@ func TestCheckModeRemove(t *testing.T) {
 			r.run("remove", in)
 			r.check("remove", in, false)
 		})
-	}
-}
-
-// TestCheckModeBasesListed checks that every bundled shell base lists
-// exactly run and update under check, and that TestCheckMode covers each.
-func TestCheckModeBasesListed(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", "..", "testdata", "resources"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var listed, covered []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		b, err := resources.LoadBase(filepath.Join(root, e.Name()))
-		if err != nil {
-			t.Fatalf("base %s: %v", e.Name(), err)
-		}
-		switch {
-		case b.Handler == "ansible":
-			// Playbooks run under --check (ansible.txtar covers webconf).
-		case b.Handler == "noop":
-			if len(b.Check) != 0 {
-				t.Errorf("noop base %s lists check %v: noop tasks predict themselves", e.Name(), b.Check)
-			}
-		case !slices.Equal(b.Check, []string{"run", "update"}):
-			t.Errorf("shell base %s: check = %v, want [run update]", e.Name(), b.Check)
-		default:
-			listed = append(listed, e.Name())
-		}
-	}
-	for _, cb := range checkBases {
-		covered = append(covered, cb.base)
-	}
-	slices.Sort(covered)
-	if diff := cmp.Diff(listed, covered); diff != "" {
-		t.Errorf("bases with check support (-listed in meta.yaml +covered by TestCheckMode):\n%s", diff)
 	}
 }

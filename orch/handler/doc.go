@@ -82,5 +82,23 @@
 // masking secrets and wording errors. Local runs attempts on this machine
 // with the executor's environment; the SSH transport (package
 // orch/handler/ssh) runs them on a node with its login environment, in one
-// SSH session each.
+// SSH session each. A node reaches a transport as a Target, which package
+// nodes makes from the node's inputs and trusted key.
+//
+// # One attempt lifecycle
+//
+// Every handler that runs something goes the same way (lifecycle.go): it
+// checks the request and prepares what the host runs, then runAttempt
+// bounds it by Request.Timeout, runs it through Host.Exec, collects its
+// output, reads its result with the handler's reader, masks secrets, and
+// classify says how it ended, in one place for all. The Ansible handler
+// asks the run's Local to run ansible-playbook (Attempt.Program: the
+// handler writes its files in the attempt's own directory, which the Local
+// makes in the run directory), as Shell asks a host to run a script.
+//
+// A run makes one Local, which holds the run's private directories and the
+// files of its ended attempts, and calls Local.Settle before it returns.
+//
+// The handlers' names (ShellName, AnsibleName, NoopName) are listed once
+// here: package resources refuses a base naming another (Known).
 package handler

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -74,23 +75,52 @@ type Noop struct{}
 // Run reports Changed=false at once.
 func (Noop) Run(context.Context, Request) (Result, error) { return Result{}, nil }
 
+// The handlers a base's meta.yaml may name (handler:), listed once here:
+// package resources refuses a base naming another (Known), and ByName
+// returns the one named.
+const (
+	ShellName   = "shell"
+	AnsibleName = "ansible"
+	NoopName    = "noop"
+)
+
+// names are the handlers, in the order messages list them.
+var names = [...]string{ShellName, AnsibleName, NoopName}
+
+// Known reports whether name is a handler a base may name. "" is not: a
+// base that names none is read as naming ShellName.
+func Known(name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// KnownList lists the handlers as a message says them: "shell, ansible or
+// noop".
+func KnownList() string {
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // ByName returns the handler a base's meta.yaml names: "shell" (also "",
 // the default) gets shell, "ansible" gets ansible (each with default
 // settings when nil); "noop" gets Noop.
 func ByName(name string, shell *Shell, ansible *Ansible) (Handler, error) {
 	switch name {
-	case "shell", "":
+	case ShellName, "":
 		if shell == nil {
 			shell = &Shell{}
 		}
 		return shell, nil
-	case "ansible":
+	case AnsibleName:
 		if ansible == nil {
 			ansible = &Ansible{}
 		}
 		return ansible, nil
-	case "noop":
+	case NoopName:
 		return Noop{}, nil
 	}
-	return nil, fmt.Errorf("%w %q: want shell, ansible or noop", ErrUnknownHandler, name)
+	return nil, fmt.Errorf("%w %q: want %s", ErrUnknownHandler, name, KnownList())
 }

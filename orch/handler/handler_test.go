@@ -27,8 +27,9 @@ const testGrace = 200 * time.Millisecond
 func newShell(t *testing.T) *Shell {
 	t.Helper()
 	tmp := t.TempDir()
+	local := &Local{}
 	t.Cleanup(func() {
-		Settle()
+		local.Settle()
 		left, err := os.ReadDir(tmp)
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +38,17 @@ func newShell(t *testing.T) *Shell {
 			t.Errorf("attempt left %s behind in its temp dir", e.Name())
 		}
 	})
-	return &Shell{TempDir: tmp, KillGrace: testGrace}
+	return &Shell{Transport: local, TempDir: tmp, KillGrace: testGrace}
+}
+
+// settle settles the Local sh runs its attempts on: its own, or the one
+// shared by handlers given none.
+func settle(sh *Shell) {
+	if l, ok := sh.Transport.(*Local); ok {
+		l.Settle()
+		return
+	}
+	defaultLocal.Settle()
 }
 
 // newRequest writes body as actions/run.sh of a fresh base dir and returns
@@ -258,7 +269,7 @@ if [ -e "$SOLAR_RESULT" ]; then echo present; else echo absent; fi >result.state
 		})
 	}
 	t.Run("private dir removed", func(t *testing.T) {
-		Settle()
+		settle(sh)
 		if _, err := os.Stat(filepath.Dir(inputsPath)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still exists after the attempt (stat: %v)", filepath.Dir(inputsPath), err)
 		}
@@ -296,7 +307,7 @@ func TestDefaultTempDir(t *testing.T) {
 			if got := filepath.Dir(filepath.Dir(inputs)); got != tt.want {
 				t.Errorf("private dir made in %s, want %s", got, tt.want)
 			}
-			Settle()
+			defaultLocal.Settle()
 			if _, err := os.Stat(filepath.Dir(inputs)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("private dir %s not removed", filepath.Dir(inputs))
 			}
@@ -1066,5 +1077,24 @@ func TestBehindSet(t *testing.T) {
 		}
 		b.done()
 		<-waited
+	}
+}
+
+// The handlers are listed once: every name Known accepts is one ByName
+// returns a handler for, and messages list exactly them.
+func TestHandlerNamesListedOnce(t *testing.T) {
+	for _, name := range names {
+		if !Known(name) {
+			t.Errorf("Known(%q) = false", name)
+		}
+		if h, err := ByName(name, nil, nil); err != nil || h == nil {
+			t.Errorf("ByName(%q) = %v, %v; want a handler", name, h, err)
+		}
+	}
+	if Known("") || Known("chef") {
+		t.Error(`Known("") or Known("chef") is true`)
+	}
+	if got := KnownList(); got != "shell, ansible or noop" {
+		t.Errorf("KnownList() = %q", got)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // was most of solar's own CPU per task.
 func TestAttemptRunsOnTheCallersGoroutine(t *testing.T) {
 	req := newRequest(t, "echo out; echo err >&2; sleep 0.3; echo more")
-	Settle()
+	defaultLocal.Settle()
 	before := runtime.NumGoroutine()
 	during := -1
 	req.Output = func(l Line) {
@@ -100,7 +100,7 @@ func TestEndedAttemptFilesRemovedUnasked(t *testing.T) {
 	if _, err := sh.Run(context.Background(), req); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	t.Cleanup(Settle)
+	t.Cleanup(defaultLocal.Settle)
 	inputs := readFile(t, filepath.Join(req.BaseDir, "inputs.path"))
 	if notes := notesIn(filepath.Dir(inputs)); len(notes) > 0 {
 		t.Errorf("notes left after the attempt ended: %+v", notes)

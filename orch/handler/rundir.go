@@ -14,12 +14,12 @@ import (
 	"time"
 )
 
-// The attempts of one process on this machine keep their files in a
-// private directory of the run: one per parent directory, made by the
-// first attempt that needs it and removed by Settle once no attempt uses
-// it. Each attempt's files carry its number, "17-inputs.json" and
-// "17-result.json", and go soon after it (attemptFiles.end). A directory made and
-// removed for each attempt cost about 10 µs of a shell task's 0.2 ms.
+// The attempts a Local runs keep their files in a private directory of
+// the run: one per parent directory, made by the first attempt that needs
+// it and removed by Local.Settle once no attempt uses it. Each attempt's
+// files carry its number, "17-inputs.json" and "17-result.json", and go
+// soon after it (attemptFiles.end). A directory made and removed for each
+// attempt cost about 10 µs of a shell task's 0.2 ms.
 //
 // The notes that find an attempt's process group after the executor died
 // share one file of the directory, notesFile, in fixed slots: an attempt
@@ -37,6 +37,7 @@ const noteSlot = 1024
 
 // runDir is a private directory of the run.
 type runDir struct {
+	owner *runDirs // the Local whose attempts use it
 	path  string
 	notes int   // notesFile, open for writing; -1 once closed
 	free  []int // slots of notesFile no attempt has
@@ -47,11 +48,32 @@ type runDir struct {
 	watch *watchdog
 }
 
-// runDirs are this process's run directories, by parent.
-var runDirs struct {
-	sync.Mutex
+// runDirs are the run directories of one Local, by parent, and what its
+// ended attempts left: the state a run creates with its Local and lets go
+// of with Local.Settle. Its zero value is ready to use.
+type runDirs struct {
+	mu       sync.Mutex
 	byParent map[string]*runDir
 	seq      uint64 // the last attempt's number
+	// watchdogs are the watchdogs told to end that Settle has not
+	// reaped yet.
+	watchdogs []int
+
+	// removing counts the ended attempts whose files are not removed
+	// yet (attemptFiles.end).
+	removing behindSet
+	// left holds the files of ended attempts until the next attempt
+	// removes them while its script runs, where the system calls cost
+	// the walk nothing; removing them as an attempt ends would come
+	// between the script's end and its commit, and so before the next
+	// task of a chain starts. Should no attempt start within tidyAfter,
+	// a timer removes them: they hold secrets.
+	left struct {
+		sync.Mutex
+		ended []attemptFiles
+		timer *time.Timer
+		armed bool
+	}
 }
 
 // attemptFiles are one attempt's share of a run directory.
@@ -68,9 +90,9 @@ func (a attemptFiles) result() string { return filepath.Join(a.rd.path, a.seq+"-
 // parent ("" is the host's choice, see localTempDir) and writes its
 // inputs file. grace is the watchdog's, should the directory be made now
 // (see makeRunDir).
-func newAttemptFiles(parent string, inputs []byte, grace time.Duration) (attemptFiles, error) {
+func (d *runDirs) newAttemptFiles(parent string, inputs []byte, grace time.Duration) (attemptFiles, error) {
 	for tries := 0; ; tries++ {
-		a, err := takeAttemptFiles(parent, grace)
+		a, err := d.takeAttemptFiles(parent, grace)
 		if err != nil {
 			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
 		}
@@ -86,7 +108,7 @@ func newAttemptFiles(parent string, inputs []byte, grace time.Duration) (attempt
 		case tries < 3 && errors.Is(err, fs.ErrNotExist):
 			// The directory was removed from under the process (a
 			// cleaner of the temp dir): a new one is made.
-			forgetRunDir(a.rd)
+			d.forgetRunDir(a.rd)
 		case tries < 3 && errors.Is(err, fs.ErrExist):
 			// A script left a file of that name: the next number.
 		default:
@@ -106,9 +128,9 @@ func (a attemptFiles) attemptDir() string { return filepath.Join(a.rd.path, a.se
 // attempt's files too, and what kills the groups its notes name kills
 // the attempt's. grace is as for takeAttemptFiles. The attempt ends with
 // removeAttemptDir.
-func newAttemptDir(parent string, grace time.Duration) (attemptFiles, error) {
+func (d *runDirs) newAttemptDir(parent string, grace time.Duration) (attemptFiles, error) {
 	for tries := 0; ; tries++ {
-		a, err := takeAttemptFiles(parent, grace)
+		a, err := d.takeAttemptFiles(parent, grace)
 		if err != nil {
 			return attemptFiles{}, fmt.Errorf("cannot make a private temp dir: %w", err)
 		}
@@ -119,7 +141,7 @@ func newAttemptDir(parent string, grace time.Duration) (attemptFiles, error) {
 		a.release()
 		switch {
 		case tries < 3 && errors.Is(err, fs.ErrNotExist):
-			forgetRunDir(a.rd) // see newAttemptFiles
+			d.forgetRunDir(a.rd) // see newAttemptFiles
 		case tries < 3 && errors.Is(err, fs.ErrExist):
 			// A script made a directory of that name: the next number.
 		default:
@@ -140,10 +162,10 @@ func (a attemptFiles) removeAttemptDir() {
 
 // takeAttemptFiles takes a number and a note slot in the run directory
 // under parent, making the directory if need be.
-func takeAttemptFiles(parent string, grace time.Duration) (attemptFiles, error) {
-	runDirs.Lock()
-	defer runDirs.Unlock()
-	rd, err := runDirUnder(parent, grace)
+func (d *runDirs) takeAttemptFiles(parent string, grace time.Duration) (attemptFiles, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rd, err := d.runDirUnder(parent, grace)
 	if err != nil {
 		return attemptFiles{}, err
 	}
@@ -155,8 +177,8 @@ func takeAttemptFiles(parent string, grace time.Duration) (attemptFiles, error) 
 		rd.slots++
 	}
 	rd.users++
-	runDirs.seq++
-	a.seq = strconv.FormatUint(runDirs.seq, 10)
+	d.seq++
+	a.seq = strconv.FormatUint(d.seq, 10)
 	return a, nil
 }
 
@@ -167,20 +189,21 @@ func takeAttemptFiles(parent string, grace time.Duration) (attemptFiles, error) 
 // disk-backed /tmp (see BenchmarkShell). Where that dir is unusable (a
 // session's dir after su), an explicit $TMPDIR comes next, then /dev/shm
 // (the tmpfs every Linux has; the run's dir in it is still 0700), then
-// os.TempDir(). It is called with runDirs held.
-func runDirUnder(parent string, grace time.Duration) (*runDir, error) {
+// os.TempDir(). It is called with d.mu held.
+func (d *runDirs) runDirUnder(parent string, grace time.Duration) (*runDir, error) {
 	return inFirstParent(parent, func(p string) (*runDir, error) {
-		if rd := runDirs.byParent[p]; rd != nil {
+		if rd := d.byParent[p]; rd != nil {
 			return rd, nil
 		}
 		rd, err := makeRunDir(p, grace)
 		if err != nil {
 			return nil, err
 		}
-		if runDirs.byParent == nil {
-			runDirs.byParent = map[string]*runDir{}
+		rd.owner = d
+		if d.byParent == nil {
+			d.byParent = map[string]*runDir{}
 		}
-		runDirs.byParent[p] = rd
+		d.byParent[p] = rd
 		return rd, nil
 	})
 }
@@ -210,25 +233,28 @@ func makeRunDir(parent string, grace time.Duration) (*runDir, error) {
 
 // forgetRunDir drops rd, which is gone, so that the next attempt makes a
 // new one.
-func forgetRunDir(rd *runDir) {
-	runDirs.Lock()
-	defer runDirs.Unlock()
+func (d *runDirs) forgetRunDir(rd *runDir) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	rd.gone = true
-	for p, d := range runDirs.byParent {
-		if d == rd {
-			delete(runDirs.byParent, p)
+	for p, other := range d.byParent {
+		if other == rd {
+			delete(d.byParent, p)
 		}
 	}
 	rd.closeIfUnused()
 }
 
 // closeIfUnused closes the notes file of a run directory that is no
-// longer in runDirs once no attempt uses it. Called with runDirs held.
+// longer in its owner's list once no attempt uses it, and tells its
+// watchdog to end (reaped by Settle). Called with the owner's mu held.
 func (rd *runDir) closeIfUnused() {
 	if rd.gone && rd.users == 0 && rd.notes >= 0 {
 		_ = syscall.Close(rd.notes)
 		rd.notes = -1
-		rd.watch.end()
+		if rd.watch.end() && rd.owner != nil {
+			rd.owner.watchdogs = append(rd.owner.watchdogs, rd.watch.pid)
+		}
 	}
 }
 
@@ -271,22 +297,22 @@ func (a attemptFiles) remove() {
 
 // release gives back the attempt's slot and its use of the directory.
 func (a attemptFiles) release() {
-	runDirs.Lock()
-	defer runDirs.Unlock()
+	a.rd.owner.mu.Lock()
+	defer a.rd.owner.mu.Unlock()
 	a.rd.free = append(a.rd.free, a.slot)
 	a.rd.users--
 	a.rd.closeIfUnused()
 }
 
 // removeIdleRunDirs removes the run directories no attempt uses.
-func removeIdleRunDirs() {
-	runDirs.Lock()
-	defer runDirs.Unlock()
-	for p, rd := range runDirs.byParent {
+func (d *runDirs) removeIdleRunDirs() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p, rd := range d.byParent {
 		if rd.users > 0 {
 			continue
 		}
-		delete(runDirs.byParent, p)
+		delete(d.byParent, p)
 		rd.gone = true
 		rd.closeIfUnused()
 		// What a script left there goes too.
@@ -320,23 +346,6 @@ func notesIn(dir string) []groupNote {
 	return out
 }
 
-// removing counts the ended attempts whose files are not removed yet
-// (attemptFiles.end).
-var removing behindSet
-
-// leftFiles holds the files of ended attempts until the next attempt
-// removes them while its script runs, where the system calls cost the
-// walk nothing; removing them as an attempt ends would come between the
-// script's end and its commit, and so before the next task of a chain
-// starts. Should no attempt start within tidyAfter, a timer removes them:
-// they hold secrets.
-var leftFiles struct {
-	sync.Mutex
-	ended []attemptFiles
-	timer *time.Timer
-	armed bool
-}
-
 // tidyAfter bounds how long an ended attempt's files stay.
 const tidyAfter = 100 * time.Millisecond
 
@@ -346,51 +355,50 @@ const tidyAfter = 100 * time.Millisecond
 // each time.
 func (a attemptFiles) end() {
 	a.clearNote()
-	removing.add()
-	leftFiles.Lock()
-	defer leftFiles.Unlock()
-	leftFiles.ended = append(leftFiles.ended, a)
-	if leftFiles.armed {
+	d := a.rd.owner
+	d.removing.add()
+	d.left.Lock()
+	defer d.left.Unlock()
+	d.left.ended = append(d.left.ended, a)
+	if d.left.armed {
 		return
 	}
-	leftFiles.armed = true
-	if leftFiles.timer == nil {
-		leftFiles.timer = time.AfterFunc(tidyAfter, tidyLeft)
+	d.left.armed = true
+	if d.left.timer == nil {
+		d.left.timer = time.AfterFunc(tidyAfter, d.tidyLeft)
 	} else {
-		leftFiles.timer.Reset(tidyAfter)
+		d.left.timer.Reset(tidyAfter)
 	}
 }
 
 // tidyLeft is the timer's: it removes what no attempt has.
-func tidyLeft() {
-	leftFiles.Lock()
-	leftFiles.armed = false
-	leftFiles.Unlock()
-	removeEnded()
+func (d *runDirs) tidyLeft() {
+	d.left.Lock()
+	d.left.armed = false
+	d.left.Unlock()
+	d.removeEnded()
 }
 
 // removeEnded removes the files of the attempts that have ended.
-func removeEnded() {
-	leftFiles.Lock()
-	ended := leftFiles.ended
-	leftFiles.ended = nil
-	leftFiles.Unlock()
+func (d *runDirs) removeEnded() {
+	d.left.Lock()
+	ended := d.left.ended
+	d.left.ended = nil
+	d.left.Unlock()
 	for _, a := range ended {
 		a.remove()
-		removing.done()
+		d.removing.done()
 	}
 }
 
-// Settle removes the files of every attempt that has ended, waits for
+// settle removes the files of every attempt that has ended, waits for
 // those being removed, then removes the run directories no attempt uses
-// and waits for their watchdogs to exit. A process that runs attempts
-// calls it before it exits (a runner does at the end of each run), and
-// before it looks for what attempts left behind.
-func Settle() {
-	removeEnded()
-	removing.wait()
-	removeIdleRunDirs()
-	reapWatchdogs()
+// and waits for their watchdogs to exit (see Local.Settle).
+func (d *runDirs) settle() {
+	d.removeEnded()
+	d.removing.wait()
+	d.removeIdleRunDirs()
+	d.reapWatchdogs()
 }
 
 // behindSet counts work going on behind; wait returns once none is left.

@@ -109,7 +109,7 @@ func TestConcurrentAttemptsHaveTheirOwnNotes(t *testing.T) {
 			t.Errorf("group %+v: note %+v", g, note)
 		}
 	}
-	Settle()
+	settle(sh)
 	if left := notesIn(dirs[0]); len(left) > 0 {
 		t.Errorf("notes left after the attempts ended: %+v", left)
 	}
@@ -194,7 +194,7 @@ func TestFailedInputsWriteLeavesNothing(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() {
-		Settle()
+		defaultLocal.Settle()
 		_ = syscall.Unmount(dir, 0)
 	})
 	req := newRequest(t, "true")

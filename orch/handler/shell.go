@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
 // Shell runs action scripts with /bin/sh, following the shell protocol of
 // the package comment. Its zero value is ready to use.
 type Shell struct {
-	// Transport reaches the machine of Request.Location; nil is Local.
+	// Transport reaches the machine of Request.Location; nil is a Local
+	// shared by every handler given none, never settled (see Local).
 	Transport Transport
 	// TempDir is where each attempt's private directory is made; "" is
 	// the host's choice (for Local: $XDG_RUNTIME_DIR when set, else
@@ -61,7 +60,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: inputs cannot be written as JSON: %v", ErrBadRequest, err)
 	}
 
-	var transport Transport = Local{}
+	var transport Transport = &defaultLocal
 	if s.Transport != nil {
 		transport = s.Transport
 	}
@@ -71,55 +70,34 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer host.Close()
 
-	attempt, cancel := attemptContext(ctx, req)
-	defer cancel()
-	grace := killGrace(s.KillGrace)
-	var stdout, stderr tail
-	log := newLineLog(liveOutput(req))
 	key := req.Resource
 	if req.Check {
 		key = ""
 	}
-	ended, hostErr := host.Exec(attempt, Attempt{
-		Task:    req.Task,
-		BaseDir: req.BaseDir,
-		Script:  req.Script,
-		Env:     env,
-		Inputs:  inputsJSON,
-		TempDir: s.TempDir,
-		Grace:   grace,
-		Stdout:  io.MultiWriter(&stdout, log.stream('o')),
-		Stderr:  io.MultiWriter(&stderr, log.stream('e')),
-		Started: req.Started,
-		Gate:    req.Gate,
-		Key:     key,
-		Note:    log.note,
+	return runAttempt(ctx, req, job{
+		host: host,
+		attempt: Attempt{
+			Task:    req.Task,
+			BaseDir: req.BaseDir,
+			Script:  req.Script,
+			Env:     env,
+			Inputs:  inputsJSON,
+			TempDir: s.TempDir,
+			Grace:   killGrace(s.KillGrace),
+			Key:     key,
+		},
+		read: scriptOutcome,
 	})
+}
 
-	changed, outputs, resultErr := true, map[string]any(nil), ended.ResultErr
-	if resultErr == nil && ended.Result != nil {
-		changed, outputs, resultErr = parseResult(ended.Result)
+// scriptOutcome reads a script's result file (see the package comment):
+// no file, or one without "changed", means changed.
+func scriptOutcome(e Ended) outcome {
+	o := outcome{changed: true, err: e.ResultErr}
+	if o.err == nil && e.Result != nil {
+		o.changed, o.outputs, o.err = parseResult(e.Result)
 	}
-	m := secrets(req, outputs)
-	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m), Log: log.lines(m.apply)}
-
-	exit := ended.Exit
-	switch {
-	case ended.Stopped && ctx.Err() != nil:
-		return res, canceled(ctx)
-	case ended.Stopped:
-		return res, &Error{Kind: ErrTimeout, ExitCode: -1, Msg: "timed out after " + req.Timeout.String()}
-	case hostErr != nil:
-		return res, &Error{Kind: ErrFailed, ExitCode: -1, Msg: m.apply(hostErr.Error()), host: hostErr}
-	case exit.Signal != "":
-		return res, failed(-1, "killed by "+exit.Signal, res.Stderr)
-	case exit.Code != 0:
-		return res, failed(exit.Code, "exit status "+strconv.Itoa(exit.Code), res.Stderr)
-	case resultErr != nil:
-		return res, &Error{Kind: ErrBadResult, ExitCode: 0, Msg: m.apply(resultErr.Error())}
-	}
-	res.Changed, res.Outputs = changed, outputs
-	return res, nil
+	return o
 }
 
 // attemptContext bounds an attempt by req.Timeout, if any.

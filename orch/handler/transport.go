@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +24,9 @@ type Transport interface {
 	Open(ctx context.Context, location string) (Host, error)
 }
 
-// Host is one machine, as far as the shell protocol needs it.
+// Host is one machine, as far as the handlers need it: the shell
+// protocol's scripts run on it, and Local also runs the Ansible handler's
+// ansible-playbook (Attempt.Program).
 type Host interface {
 	// Exec runs one attempt on the host and waits for it to end. When ctx
 	// is done first, the attempt's whole process group is stopped (SIGTERM,
@@ -77,6 +78,10 @@ type Attempt struct {
 	// the host did on the attempt's behalf that its log should show: a
 	// previous attempt it had to wait for or kill.
 	Note func(string)
+	// Program, if set, runs instead of Script: a program of this machine
+	// that the handler prepares files for (ansible-playbook). Only Local
+	// runs one; a remote host refuses the attempt. Inputs is then unused.
+	Program *Program
 }
 
 // ErrGate wraps the error of an attempt's Gate: the script did not start.
@@ -109,83 +114,6 @@ type Ended struct {
 type Exit struct {
 	Code   int    // exit status; -1 when killed by a signal
 	Signal string // the signal that killed it, "SIGKILL"; "" when it exited
-}
-
-// Local runs attempts on this machine, whatever the location. It is the
-// default Transport and is also its own Host.
-type Local struct{}
-
-// Open returns Local itself: there is only one local machine.
-func (Local) Open(context.Context, string) (Host, error) { return Local{}, nil }
-
-// Close does nothing.
-func (Local) Close() error { return nil }
-
-// Exec writes the attempt's inputs file in the run's private directory,
-// runs the script in BaseDir in a process group of its own, and reads the
-// result file. The attempt's files, which hold secrets, go soon after,
-// whatever happened (attemptFiles.end).
-func (l Local) Exec(ctx context.Context, a Attempt) (Ended, error) {
-	files, err := newAttemptFiles(a.TempDir, a.Inputs, a.Grace)
-	if err != nil {
-		return Ended{}, l.startErr(a, err)
-	}
-	defer files.end()
-	inputsPath, resultPath := files.inputs(), files.result()
-	parent := os.Environ()
-	env := make([]string, 0, len(parent)+len(a.Env)+2)
-	for _, kv := range parent {
-		if inheritable(kv) {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, a.Env...)
-	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath)
-	// The attempt is on record before it starts: should solar die before
-	// it learns the group id, the token still finds every process.
-	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
-	env = append(env, attemptVar+"="+g.Token)
-	if err := files.note(a.Task, g); err != nil {
-		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
-	}
-
-	if err := PassGate(a.Gate); err != nil {
-		return Ended{}, err
-	}
-	p, err := start(program{
-		argv:   scriptArgv(a.BaseDir, a.Script),
-		noExec: []string{interpreter, a.Script},
-		dir:    a.BaseDir,
-		env:    env,
-		stdout: a.Stdout,
-		stderr: a.Stderr,
-	})
-	if err != nil {
-		return Ended{}, l.startErr(a, missingInterpreter(a.BaseDir, a.Script, err))
-	}
-	g.PGID = p.pid
-	_ = files.note(a.Task, g)
-	if a.Started != nil {
-		a.Started(g)
-	}
-	removeEnded()
-	ended, err := p.wait(ctx, a.Grace)
-	if err != nil {
-		return ended, fmt.Errorf("lost the script: %w", err)
-	}
-	// The result file is read whatever happened: on failure too, its
-	// secret outputs must be masked in what the script printed.
-	switch raw, err := readRegular(resultPath, resultLimit); {
-	case err == nil:
-		ended.Result = raw
-	case !errors.Is(err, fs.ErrNotExist):
-		ended.ResultErr = fmt.Errorf("cannot read the result file: %w", err)
-	}
-	return ended, nil
-}
-
-func (Local) startErr(a Attempt, err error) error {
-	return fmt.Errorf("cannot start %s in %s: %w", a.Script, a.BaseDir, err)
 }
 
 // missingInterpreter explains err, an executable script's failed start,

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -155,36 +154,28 @@ func startWatchdog(dir, notes string, grace time.Duration) (*watchdog, error) {
 	return &watchdog{pid: pid, w: fds[1]}, nil
 }
 
-// endedWatchdogs are the watchdogs told to end that Settle has not
-// reaped yet.
-var endedWatchdogs struct {
-	sync.Mutex
-	pids []int
-}
-
 // end tells the watchdog that the executor let its directory go: it exits
-// at once, and Settle reaps it.
-func (wd *watchdog) end() {
+// at once. It reports whether it told it now (not before): the caller
+// then has it reaped (runDirs.reapWatchdogs).
+func (wd *watchdog) end() bool {
 	if wd == nil || wd.w < 0 {
-		return
+		return false
 	}
 	_, _ = syscall.Write(wd.w, []byte("end\n"))
 	_ = syscall.Close(wd.w)
 	wd.w = -1
-	endedWatchdogs.Lock()
-	endedWatchdogs.pids = append(endedWatchdogs.pids, wd.pid)
-	endedWatchdogs.Unlock()
+	return true
 }
 
 // reapWatchdogs waits for the watchdogs told to end. It takes a
 // millisecond or so (a shell reading a line), and once it returns no
 // watchdog holds a run directory's notes file open any more (a file
 // system holding it can be unmounted).
-func reapWatchdogs() {
-	endedWatchdogs.Lock()
-	pids := endedWatchdogs.pids
-	endedWatchdogs.pids = nil
-	endedWatchdogs.Unlock()
+func (d *runDirs) reapWatchdogs() {
+	d.mu.Lock()
+	pids := d.watchdogs
+	d.watchdogs = nil
+	d.mu.Unlock()
 	for _, pid := range pids {
 		var ws syscall.WaitStatus
 		for {

@@ -164,9 +164,10 @@ func TestWatchdogEndsWithTheRunDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	runDirs.Lock()
-	rd := runDirs.byParent[sh.TempDir]
-	runDirs.Unlock()
+	local := sh.Transport.(*Local)
+	local.dirs.mu.Lock()
+	rd := local.dirs.byParent[sh.TempDir]
+	local.dirs.mu.Unlock()
 	if rd == nil || rd.watch == nil {
 		t.Fatal("the run dir has no watchdog")
 	}
@@ -174,7 +175,7 @@ func TestWatchdogEndsWithTheRunDir(t *testing.T) {
 	if !processRuns(wd) {
 		t.Fatalf("watchdog %d is not running while its run dir is in use", wd)
 	}
-	Settle()
+	local.Settle()
 	deadline := time.Now().Add(10 * time.Second)
 	for processRuns(wd) {
 		if time.Now().After(deadline) {

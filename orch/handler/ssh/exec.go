@@ -60,6 +60,9 @@ func (h *host) Close() error { return nil }
 // it is not there yet, then one session runs the wrapper.
 func (h *host) Exec(ctx context.Context, a handler.Attempt) (handler.Ended, error) {
 	n := h.p.node
+	if a.Program != nil {
+		return handler.Ended{}, nodeErr(ErrNode, "node %s: %s runs on the controller, not on a node", n.Name, a.Program.Name)
+	}
 	b, err := h.t.bases.get(a.BaseDir)
 	if err != nil {
 		return handler.Ended{}, nodeErr(ErrNode, "node %s: cannot pack the base: %v", n.Name, err)

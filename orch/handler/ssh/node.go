@@ -65,6 +65,17 @@ type Node struct {
 	HostKey gossh.PublicKey
 }
 
+// NodeOf is the Node a target names (see nodes.Node.Target). A trusted
+// key that does not parse reads as no key: the attempt then says to trust
+// the node again.
+func NodeOf(t handler.Target) *Node {
+	n := &Node{Name: t.Name, Host: t.Host, Port: t.Port, User: t.User, KeyPath: t.KeyPath}
+	if t.HostKey != "" {
+		n.HostKey, _ = ParseKey(t.HostKey)
+	}
+	return n
+}
+
 // Addr is host:port, brackets around an IPv6 address included.
 func (n *Node) Addr() string {
 	port := n.Port

@@ -23,7 +23,8 @@ type Transport struct {
 	cfg      Config
 	nodes    map[string]*Node
 	fallback handler.Transport
-	dials    chan struct{} // one token per dial in progress
+	own      *handler.Local // the fallback when New was given none; settled by Close
+	dials    chan struct{}  // one token per dial in progress
 
 	mu    sync.Mutex
 	pools map[string]*pool
@@ -31,13 +32,16 @@ type Transport struct {
 }
 
 // New returns a Transport for nodes, by location name. Locations that are
-// not in nodes run on fallback (nil is handler.Local).
+// not in nodes run on fallback (nil is a handler.Local of the Transport's
+// own, which Close settles).
 func New(nodes map[string]*Node, fallback handler.Transport, cfg Config) *Transport {
+	var own *handler.Local
 	if fallback == nil {
-		fallback = handler.Local{}
+		own = &handler.Local{}
+		fallback = own
 	}
 	c := cfg.withDefaults()
-	return &Transport{cfg: c, nodes: nodes, fallback: fallback, dials: make(chan struct{}, c.MaxDials), pools: map[string]*pool{}}
+	return &Transport{cfg: c, nodes: nodes, fallback: fallback, own: own, dials: make(chan struct{}, c.MaxDials), pools: map[string]*pool{}}
 }
 
 // Open returns the host of location: a remote one for an SSH node. It does
@@ -62,6 +66,7 @@ func (t *Transport) pool(n *Node) *pool {
 }
 
 // Close closes every connection. Attempts still running on them fail.
+// A fallback of the Transport's own is settled (handler.Local.Settle).
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	pools := t.pools
@@ -69,6 +74,9 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 	for _, p := range pools {
 		p.closeAll()
+	}
+	if t.own != nil {
+		t.own.Settle()
 	}
 	return nil
 }
