@@ -28,8 +28,9 @@ func walkTasks(rec *Record, infos map[string]*taskInfo) []Task {
 	for id, k := range counts {
 		in[id], all = all[:0:k], all[k:]
 	}
-	for _, e := range rec.Plan.Edges {
-		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+	for i := range rec.Plan.Edges {
+		e := &rec.Plan.Edges[i]
+		in[e.To] = append(in[e.To], InEdge{From: e.From, On: triggerOf(e)})
 	}
 	for _, n := range rec.Plan.Nodes {
 		info := infos[n.ID]

@@ -590,8 +590,9 @@ func TestPrepareReactEdges(t *testing.T) {
 func TestWalkTasksInEdges(t *testing.T) {
 	withPrepared(t, func(rec *Record, infos map[string]*taskInfo) {
 		want := map[string][]InEdge{}
-		for _, e := range rec.Plan.Edges {
-			want[e.To] = append(want[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+		for i := range rec.Plan.Edges {
+			e := &rec.Plan.Edges[i]
+			want[e.To] = append(want[e.To], InEdge{From: e.From, On: triggerOf(e)})
 		}
 		if len(want["c.run#0"]) < 2 {
 			t.Fatalf("plan's edges into c: %v, want at least 2", want["c.run#0"])

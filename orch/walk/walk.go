@@ -1,4 +1,4 @@
-package orch
+package walk
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/solarops/solar/events"
 )
 
 // Errors of the walker. The errors actually returned wrap one of these and
@@ -81,10 +79,57 @@ const upstreamPrefix = ReasonUpstreamFailed + ": "
 // may start.
 type InEdge struct {
 	From string // predecessor task id
-	// React is true for an edge from a react rule ("on E.a EVENT S.b") and
-	// false for an ordering-only edge (an after rule).
-	React bool
-	Event events.Event // the react rule's event; unused when React is false
+	// On is the edge's predicate: the final statuses of From (or of one
+	// of its Earlier instances) that trigger the task. An empty On makes
+	// an ordering-only edge; one holding OnError also lets a failure of
+	// From through (see the package documentation's truth table).
+	On Trigger
+}
+
+// Trigger is a set of final statuses, SUCCESS, NOOP and ERROR: the results
+// of a predecessor on which an edge fires. SKIPPED is never in it: a task
+// that did not run triggers nothing. The zero Trigger is empty.
+//
+// It is a predicate the caller builds once per edge (orch maps each react
+// rule's event to one), so deciding a task costs a bit test per edge and
+// no call.
+type Trigger uint8
+
+// The statuses a Trigger can hold.
+const (
+	OnSuccess Trigger = 1 << iota // the predecessor ran and changed something
+	OnNoop                        // the predecessor ran and changed nothing
+	OnError                       // the predecessor ended ERROR
+)
+
+// Has reports whether s is one of the statuses in t.
+func (t Trigger) Has(s Status) bool {
+	switch s {
+	case StatusSuccess:
+		return t&OnSuccess != 0
+	case StatusNoop:
+		return t&OnNoop != 0
+	case StatusError:
+		return t&OnError != 0
+	}
+	return false
+}
+
+// String lists the statuses in t, "SUCCESS|NOOP" for instance, or "none".
+func (t Trigger) String() string {
+	var parts []string
+	for _, b := range []struct {
+		bit Trigger
+		s   Status
+	}{{OnSuccess, StatusSuccess}, {OnNoop, StatusNoop}, {OnError, StatusError}} {
+		if t&b.bit != 0 {
+			parts = append(parts, string(b.s))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
 }
 
 // Task is one unit of work of a walk.
@@ -148,53 +193,9 @@ type Outcome struct {
 	Attempts int   // recorded as at least 1
 }
 
-// Walker runs a set of tasks in dependency order.
-//
-// Guarantees:
-//
-//   - A task starts only after all its predecessors have finished and their
-//     final states have been persisted (Persist returned). Every final state
-//     is persisted after those of the task's predecessors, so the sequence of
-//     persisted final states is always a topological order of the graph: a
-//     crash can lose a task's result, never record a task as done before what
-//     it depends on.
-//   - Everything else may run in parallel, within Concurrency, PerNode and
-//     the tasks' semaphores. Among tasks that are ready at the same moment
-//     the heaviest (Weight) starts first, ties broken by id.
-//   - A failure skips what is downstream of it, and every skipped task names
-//     the root cause: the task that ended ERROR, not the skipped task
-//     between them. Only react edges with event failed or any let a failure
-//     through; they exist to react to it.
-//   - A walk resumed with recorded states never re-runs a finished task; it
-//     counts as finished with its recorded status, and tasks recorded as
-//     INPROGRESS (interrupted) or PENDING run.
-//
-// Run-time semantics of edges (SPEC section 4), decided when all of a
-// task's predecessors have finished:
-//
-//  1. If a predecessor ended ERROR, or SKIPPED because of an upstream
-//     failure, and no react edge with event failed or any joins that
-//     predecessor to the task, the task is SKIPPED "upstream failed: <root>".
-//  2. A reactive task (Task.Reactive) runs when at least one incoming react
-//     edge's event matches its predecessor's result (SUCCESS is changed,
-//     NOOP is ok, ERROR is failed; a SKIPPED task emits nothing), once
-//     however many match. Otherwise it is SKIPPED "not triggered", which
-//     counts as finished: its own subscribers are simply not triggered by it.
-//  3. A staged task runs; its incoming edges only order it.
-//
-// Limits cannot deadlock. Only the scheduler goroutine takes and returns
-// node slots and semaphore units, and it takes everything a task needs in
-// one step, or nothing: a task that cannot get all of them now holds none
-// while it waits. With no task holding one unit while waiting for another,
-// no cycle of waiting tasks can form, whatever order tasks list their
-// semaphores in (they are taken in sorted name order only for
-// determinism). A waiting task is parked on the limit that refused it and
-// the scheduler goes on to the next ready task, so a busy node or semaphore
-// never holds back lighter tasks that could run (no head-of-line blocking).
-// When a limit frees a unit, the heaviest task parked on it is reconsidered.
-//
-// A Walker holds no state between walks; one value may run walks one after
-// another.
+// Walker runs a set of tasks in dependency order, with the guarantees
+// stated in the package documentation. A Walker holds no state between
+// walks; one value may run walks one after another.
 type Walker struct {
 	Concurrency int // maximum number of tasks in Run at once; 0 means 10
 	PerNode     int // maximum number of tasks in Run at once on one non-empty Node; 0 means 1
@@ -258,7 +259,7 @@ type Walker struct {
 // persisted, and tasks never reached are PENDING.
 func (w *Walker) Walk(ctx context.Context, tasks []Task, initial map[string]State, stop <-chan struct{}) (map[string]State, error) {
 	if w.Run == nil {
-		panic("orch: Walker.Run is nil")
+		panic("walk: Walker.Run is nil")
 	}
 	wk, err := newWalk(w, tasks, initial)
 	if err != nil {
@@ -413,7 +414,7 @@ func (wk *walk) link(rank map[string]int32) error {
 			}
 			wk.inFrom[int(wk.inOff[k])+j] = p
 			outdeg[p+1]++
-			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+			if e.On&OnError != 0 {
 				tolerant = true
 			}
 		}
@@ -448,7 +449,7 @@ func (wk *walk) link(rank map[string]int32) error {
 		off := int(wk.inOff[k])
 		marked := false
 		for j, e := range t.In {
-			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+			if e.On&OnError != 0 {
 				stamp[wk.inFrom[off+j]] = int32(k + 1)
 				marked = true
 			}
@@ -648,7 +649,7 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 				return nil
 			}
 			// Unreachable while the walker is correct: report rather than hang.
-			return fmt.Errorf("orch: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
+			return fmt.Errorf("walk: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
 		}
 		if wk.w.Sync != nil {
 			wk.w.Sync()
@@ -701,8 +702,8 @@ func (wk *walk) decideTask(k int32) {
 			wk.finish(k, State{Status: StatusSkipped, Reason: upstreamPrefix + root})
 			return
 		}
-		if e := &t.In[j]; e.React && !triggered {
-			triggered = wk.matches(p, e.Event)
+		if on := t.In[j].On; on != 0 && !triggered {
+			triggered = wk.fires(p, on)
 		}
 	}
 	if t.Reactive && !triggered {
@@ -712,34 +713,21 @@ func (wk *walk) decideTask(k int32) {
 	wk.ready.push(k)
 }
 
-// matches reports whether the event of a react edge from task p happened:
-// in p's own result or in that of one of p's earlier instances.
-func (wk *walk) matches(p int32, ev events.Event) bool {
-	if r, ok := resultOf(wk.states[p].Status); ok && ev.Matches(r) {
+// fires reports whether an edge from task p with predicate on triggers its
+// task: on holds p's own final status or that of one of p's earlier
+// instances.
+func (wk *walk) fires(p int32, on Trigger) bool {
+	if on.Has(wk.states[p].Status) {
 		return true
 	}
 	if wk.earlier != nil {
 		for _, q := range wk.earlier[p] {
-			if r, ok := resultOf(wk.states[q].Status); ok && ev.Matches(r) {
+			if on.Has(wk.states[q].Status) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// resultOf is the event source of a finished predecessor; a task that did
-// not run emits nothing.
-func resultOf(s Status) (events.Result, bool) {
-	switch s {
-	case StatusSuccess:
-		return events.ResultChanged, true
-	case StatusNoop:
-		return events.ResultOK, true
-	case StatusError:
-		return events.ResultFailed, true
-	}
-	return 0, false
 }
 
 // startReady starts ready tasks, heaviest first, while Concurrency allows.

@@ -1,4 +1,4 @@
-package orch
+package walk
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/solarops/solar/events"
 )
 
 var errBoom = errors.New("boom")
@@ -28,9 +26,17 @@ var (
 func walkTask(id string, in ...InEdge) Task  { return Task{ID: id, In: in} }
 func reactTask(id string, in ...InEdge) Task { return Task{ID: id, Reactive: true, In: in} }
 func afterEdge(from string) InEdge           { return InEdge{From: from} }
-func onEdge(from string, ev events.Event) InEdge {
-	return InEdge{From: from, React: true, Event: ev}
-}
+func onEdge(from string, on Trigger) InEdge  { return InEdge{From: from, On: on} }
+
+// The react rules' events as orch gives them to the walker (its triggerOf,
+// tested there against events.Event.Matches).
+const (
+	onChanged = OnSuccess
+	onOK      = OnNoop
+	onSuccess = OnSuccess | OnNoop
+	onFailed  = OnError
+	onAny     = OnSuccess | OnNoop | OnError
+)
 
 type persistCall struct {
 	id string
@@ -237,17 +243,17 @@ func TestWalkTruthTable(t *testing.T) {
 		edge     InEdge
 		want     [5]string
 	}{
-		{true, onEdge("P", events.Changed), [5]string{run, nt, ufP, nt, ufR}},
-		{true, onEdge("P", events.OK), [5]string{nt, run, ufP, nt, ufR}},
-		{true, onEdge("P", events.Success), [5]string{run, run, ufP, nt, ufR}},
-		{true, onEdge("P", events.Failed), [5]string{nt, nt, run, nt, nt}},
-		{true, onEdge("P", events.Any), [5]string{run, run, run, nt, nt}},
+		{true, onEdge("P", onChanged), [5]string{run, nt, ufP, nt, ufR}},
+		{true, onEdge("P", onOK), [5]string{nt, run, ufP, nt, ufR}},
+		{true, onEdge("P", onSuccess), [5]string{run, run, ufP, nt, ufR}},
+		{true, onEdge("P", onFailed), [5]string{nt, nt, run, nt, nt}},
+		{true, onEdge("P", onAny), [5]string{run, run, run, nt, nt}},
 		{true, afterEdge("P"), [5]string{nt, nt, ufP, nt, ufR}},
-		{false, onEdge("P", events.Changed), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.OK), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.Success), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.Failed), [5]string{run, run, run, run, run}},
-		{false, onEdge("P", events.Any), [5]string{run, run, run, run, run}},
+		{false, onEdge("P", onChanged), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onOK), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onSuccess), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onFailed), [5]string{run, run, run, run, run}},
+		{false, onEdge("P", onAny), [5]string{run, run, run, run, run}},
 		{false, afterEdge("P"), [5]string{run, run, ufP, run, ufR}},
 	}
 	for _, c := range cells {
@@ -255,8 +261,8 @@ func TestWalkTruthTable(t *testing.T) {
 		if c.reactive {
 			kind = "reactive"
 		}
-		if c.edge.React {
-			edge = "on-" + string(c.edge.Event)
+		if c.edge.On != 0 {
+			edge = "on-" + c.edge.On.String()
 		}
 		for i, p := range preds {
 			t.Run(fmt.Sprintf("%s/%s/P=%s", kind, edge, p.name), func(t *testing.T) {
@@ -285,10 +291,10 @@ func TestWalkTruthTable(t *testing.T) {
 func TestWalkNotTriggeredIsFinishedNotFailed(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
-		reactTask("B", onEdge("A", events.Changed)), // A changes nothing
-		reactTask("C", onEdge("B", events.Any)),     // B emits nothing
-		walkTask("D", afterEdge("B")),               // only ordered after B
-		reactTask("E", onEdge("D", events.Changed)),
+		reactTask("B", onEdge("A", onChanged)), // A changes nothing
+		reactTask("C", onEdge("B", onAny)),     // B emits nothing
+		walkTask("D", afterEdge("B")),          // only ordered after B
+		reactTask("E", onEdge("D", onChanged)),
 	}
 	h := newWalkHarness(tasks, map[string]Outcome{"A": noop})
 	states := h.mustWalk(t, tasks, nil)
@@ -310,22 +316,22 @@ func TestWalkUpstreamFailure(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
 		walkTask("B", afterEdge("A")),
-		walkTask("C", onEdge("B", events.Changed)),
-		reactTask("D", onEdge("C", events.Success)),
+		walkTask("C", onEdge("B", onChanged)),
+		reactTask("D", onEdge("C", onSuccess)),
 		// A failed edge from the root itself reacts to the failure.
-		walkTask("E", onEdge("A", events.Failed)),
-		reactTask("F", onEdge("A", events.Failed)),
+		walkTask("E", onEdge("A", onFailed)),
+		reactTask("F", onEdge("A", onFailed)),
 		// An any edge from a skipped task lets the failure through, but a
 		// skipped task emits nothing: staged G runs, reactive G2 does not.
-		walkTask("G", onEdge("C", events.Any)),
-		reactTask("G2", onEdge("C", events.Any)),
+		walkTask("G", onEdge("C", onAny)),
+		reactTask("G2", onEdge("C", onAny)),
 		// Two edges from the same failed predecessor: the failed one is
 		// there to react to the failure, so H runs.
-		reactTask("H", onEdge("A", events.Changed), onEdge("A", events.Failed)),
+		reactTask("H", onEdge("A", onChanged), onEdge("A", onFailed)),
 		// A failed edge does not excuse a failure on another edge.
 		walkTask("X"),
-		walkTask("I", onEdge("A", events.Failed), afterEdge("X")),
-		reactTask("J", onEdge("A", events.Failed), onEdge("X", events.Changed)),
+		walkTask("I", onEdge("A", onFailed), afterEdge("X")),
+		reactTask("J", onEdge("A", onFailed), onEdge("X", onChanged)),
 	}
 	h := newWalkHarness(tasks, map[string]Outcome{"A": failure, "X": failure})
 	for i := 0; i < 20; i++ {
@@ -369,8 +375,8 @@ func TestWalkSeveralMatchedEventsRunOnce(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
 		walkTask("B"),
-		reactTask("S", onEdge("A", events.Changed), onEdge("A", events.Success), onEdge("A", events.Any), onEdge("B", events.Changed)),
-		walkTask("T", onEdge("A", events.Changed), onEdge("B", events.Any)),
+		reactTask("S", onEdge("A", onChanged), onEdge("A", onSuccess), onEdge("A", onAny), onEdge("B", onChanged)),
+		walkTask("T", onEdge("A", onChanged), onEdge("B", onAny)),
 	}
 	for i := 0; i < 20; i++ {
 		h := newWalkHarness(tasks, nil)
@@ -672,8 +678,8 @@ func TestWalkResume(t *testing.T) {
 		walkTask("A"),
 		walkTask("B", afterEdge("A")),
 		walkTask("C", afterEdge("B")),
-		reactTask("S", onEdge("A", events.Changed)), // triggered by A's recorded result
-		walkTask("D", afterEdge("C")),               // finished before, although C was not
+		reactTask("S", onEdge("A", onChanged)), // triggered by A's recorded result
+		walkTask("D", afterEdge("C")),          // finished before, although C was not
 		walkTask("F"),
 		walkTask("G", afterEdge("F")),
 		walkTask("Y", afterEdge("X")),
@@ -746,7 +752,7 @@ func TestWalkPersistOrder(t *testing.T) {
 // randomDAG builds layers of tasks, each depending on up to three tasks of
 // the layer before, with a random mix of edges and reactive tasks.
 func randomDAG(rng *rand.Rand, layers, width int) []Task {
-	evs := []events.Event{events.Changed, events.OK, events.Success, events.Failed, events.Any}
+	evs := []Trigger{onChanged, onOK, onSuccess, onFailed, onAny}
 	var tasks []Task
 	for l := 0; l < layers; l++ {
 		for i := 0; i < width; i++ {
@@ -894,7 +900,7 @@ func TestWalkSoftStop(t *testing.T) {
 			{ID: "A", Weight: 2},
 			walkTask("B", afterEdge("A")),
 			{ID: "C", Weight: 1},
-			reactTask("D", onEdge("C", events.Any)),
+			reactTask("D", onEdge("C", onAny)),
 		}
 		h := newWalkHarness(tasks, nil)
 		h.w.Concurrency = 1
@@ -926,7 +932,7 @@ func TestWalkSoftStop(t *testing.T) {
 }
 
 func TestWalkStoppedBeforeStart(t *testing.T) {
-	tasks := []Task{walkTask("A"), walkTask("B", afterEdge("A")), reactTask("C", onEdge("A", events.Any))}
+	tasks := []Task{walkTask("A"), walkTask("B", afterEdge("A")), reactTask("C", onEdge("A", onAny))}
 	h := newWalkHarness(tasks, nil)
 	stop := make(chan struct{})
 	close(stop)
@@ -1043,7 +1049,7 @@ func TestWalkInvalidGraphs(t *testing.T) {
 		{"unknown predecessor", []Task{walkTask("A"), walkTask("B", afterEdge("ghost"))}, ErrUnknownPredecessor, []string{`"B"`, `"ghost"`}},
 		{"duplicate id", []Task{walkTask("A"), walkTask("B"), walkTask("A")}, ErrDuplicateTask, []string{`"A"`}},
 		{"self edge", []Task{walkTask("A", afterEdge("A"))}, ErrTaskCycle, []string{"A -> A"}},
-		{"cycle", []Task{walkTask("root"), walkTask("a", afterEdge("root"), afterEdge("c")), walkTask("b", onEdge("a", events.Changed)), walkTask("c", afterEdge("b")), walkTask("d", afterEdge("c"))}, ErrTaskCycle, []string{"a -> b", "b -> c", "c -> a"}},
+		{"cycle", []Task{walkTask("root"), walkTask("a", afterEdge("root"), afterEdge("c")), walkTask("b", onEdge("a", onChanged)), walkTask("c", afterEdge("b")), walkTask("d", afterEdge("c"))}, ErrTaskCycle, []string{"a -> b", "b -> c", "c -> a"}},
 		{"sema without count", []Task{{ID: "A", Sema: []string{"db"}}}, ErrBadSema, []string{`"A"`, `"db"`}},
 		{"sema count zero", []Task{{ID: "A", Sema: []string{"db:0"}}}, ErrBadSema, []string{`"A"`, `"db:0"`}},
 		{"sema count not a number", []Task{{ID: "A", Sema: []string{"db:x"}}}, ErrBadSema, []string{`"A"`, `"db:x"`}},
@@ -1109,7 +1115,7 @@ func fanoutShape(n int) []Task {
 	sink := Task{ID: "sink", Weight: 1}
 	for i := 1; i < n-1; i++ {
 		id := fmt.Sprintf("mid%05d", i)
-		tasks[i] = Task{ID: id, Weight: 2, In: []InEdge{{From: "root", React: true, Event: events.Changed}}}
+		tasks[i] = Task{ID: id, Weight: 2, In: []InEdge{{From: "root", On: onChanged}}}
 		sink.In = append(sink.In, InEdge{From: id})
 	}
 	tasks[n-1] = sink
@@ -1126,7 +1132,7 @@ func layeredShape(n int) []Task {
 		for i := 0; i < width && l*width+i < n; i++ {
 			t := Task{ID: id(l, i), Weight: n/width - l}
 			if l > 0 {
-				t.In = []InEdge{{From: id(l-1, i)}, {From: id(l-1, i+1)}, {From: id(l-1, i+2), React: true, Event: events.Success}}
+				t.In = []InEdge{{From: id(l-1, i)}, {From: id(l-1, i+1)}, {From: id(l-1, i+2), On: onSuccess}}
 			}
 			tasks = append(tasks, t)
 		}
@@ -1189,9 +1195,9 @@ func TestWalkEarlierInstancesTrigger(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tasks := []Task{
 				walkTask("ha#0"),
-				walkTask("gc#0", onEdge("ha#0", events.Changed)),
-				{ID: "ha#1", Reactive: true, In: []InEdge{onEdge("gc#0", events.Any)}, Earlier: []string{"ha#0"}},
-				reactTask("reload#0", onEdge("ha#1", events.Changed)),
+				walkTask("gc#0", onEdge("ha#0", onChanged)),
+				{ID: "ha#1", Reactive: true, In: []InEdge{onEdge("gc#0", onAny)}, Earlier: []string{"ha#0"}},
+				reactTask("reload#0", onEdge("ha#1", onChanged)),
 			}
 			h := newWalkHarness(tasks, map[string]Outcome{"ha#0": c.first, "ha#1": c.last})
 			states := h.mustWalk(t, tasks, nil)
