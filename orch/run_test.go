@@ -597,7 +597,11 @@ func TestWalkTasksInEdges(t *testing.T) {
 		if len(want["c.run#0"]) < 2 {
 			t.Fatalf("plan's edges into c: %v, want at least 2", want["c.run#0"])
 		}
-		for _, task := range walkTasks(rec, infos) {
+		tasks, err := walkTasks(rec, infos, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
 			if !reflect.DeepEqual(task.In, want[task.ID]) || cap(task.In) != len(task.In) {
 				t.Errorf("%s: in-edges %v (room for %d), want %v", task.ID, task.In, cap(task.In), want[task.ID])
 			}

@@ -40,16 +40,18 @@
 // # Limits
 //
 // A task runs only within Walker.Concurrency and while it holds one unit
-// of each of its limits (node slots, Walker.PerNode per node, and
-// semaphores). Limits cannot deadlock: only the scheduler goroutine takes
-// and returns units, and it takes everything a task needs in one step, or
-// nothing; a task that cannot get all of them now holds none while it
-// waits, so no cycle of waiting tasks can form, whatever order tasks list
-// their limits in (they are taken in a sorted order only for determinism).
-// A waiting task is parked on the limit that refused it and the scheduler
-// goes on to the next ready task, so a busy limit never holds back lighter
-// tasks that could run (no head-of-line blocking). When a limit frees a
-// unit, the heaviest task parked on it is reconsidered.
+// of each of its limits (Task.Limits: a machine's slots, a resource's lock,
+// a semaphore; all alike to the walker, which lets as many tasks hold one
+// as the smallest count any task gives it). Limits cannot deadlock: only
+// the scheduler goroutine takes and returns units, and it takes everything
+// a task needs in one step, or nothing; a task that cannot get all of them
+// now holds none while it waits, so no cycle of waiting tasks can form,
+// whatever order tasks list their limits in (they are taken in kind and
+// name order only for determinism). A waiting task is parked on the limit
+// that refused it and the scheduler goes on to the next ready task, so a
+// busy limit never holds back lighter tasks that could run (no
+// head-of-line blocking). When a limit frees a unit, the heaviest task
+// parked on it is reconsidered.
 //
 // # Durability
 //

@@ -24,10 +24,9 @@ var (
 	// ErrTaskCycle means the edges form a cycle, so no task of it could
 	// ever start. The message lists the tasks around one cycle.
 	ErrTaskCycle = errors.New("task cycle")
-	// ErrBadSema means a task's semaphore is not "name:count" with a
-	// non-empty name and a count of at least 1, or names one semaphore
-	// twice.
-	ErrBadSema = errors.New("bad semaphore")
+	// ErrBadLimit means a task has a limit with a count below 1, or names
+	// one limit (kind and name) twice.
+	ErrBadLimit = errors.New("bad limit")
 	// ErrTaskPanicked is recorded as the error of a task whose Run
 	// panicked. The walk goes on: the panic is the task's failure, not the
 	// walker's.
@@ -134,12 +133,10 @@ func (t Trigger) String() string {
 
 // Task is one unit of work of a walk.
 type Task struct {
-	ID   string
-	Node string // where the task runs; "" is the local machine, which has no per-node limit
-	// Sema lists counting semaphores as "name:count". A task runs only
-	// while it holds one unit of each; a semaphore admits as many holders
-	// as the smallest count any task of the walk gives it.
-	Sema   []string
+	ID string
+	// Limits are the limits the task holds one unit of while it runs, at
+	// most one of each kind and name.
+	Limits []Limit
 	Weight int // critical-path weight; among ready tasks the heaviest starts first
 	// Reactive is true when only react rules put the task in the plan (it
 	// was not staged), so it runs only if one of them is triggered.
@@ -157,6 +154,54 @@ type Task struct {
 	// no other runs or waits to start runs there too, whatever it is:
 	// the scheduler has nothing else to do until it ends.)
 	Inline bool
+}
+
+// Limit bounds how many tasks run at once: a task runs only while it
+// holds one unit of each of its limits. Limits are told apart by kind and
+// name, and one admits as many holders as the smallest Count any task of
+// the walk gives it.
+type Limit struct {
+	Kind  LimitKind
+	Name  string
+	Count int // at least 1
+}
+
+// LimitKind says what a Limit bounds. The walker treats every kind alike:
+// kinds keep names apart (node "db" and semaphore "db" are two limits) and
+// tell the caller, who may share limits beyond one walk, what each is.
+type LimitKind uint8
+
+// The kinds of limits.
+const (
+	LimitNode     LimitKind = iota + 1 // the tasks that run on one machine
+	LimitResource                      // the tasks that act on one thing, usually one at a time
+	LimitSema                          // a named counting semaphore
+)
+
+// String is "node", "resource" or "sema".
+func (k LimitKind) String() string {
+	switch k {
+	case LimitNode:
+		return "node"
+	case LimitResource:
+		return "resource"
+	case LimitSema:
+		return "sema"
+	}
+	return "LimitKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// String is the limit's kind and name, "sema/db" for instance; its count
+// is left out, since tasks may give one limit different counts.
+func (l Limit) String() string { return l.Kind.String() + "/" + l.Name }
+
+// compare orders limits by kind, then name: the order a task's limits are
+// taken in.
+func (l Limit) compare(m Limit) int {
+	if l.Kind != m.Kind {
+		return int(l.Kind) - int(m.Kind)
+	}
+	return strings.Compare(l.Name, m.Name)
 }
 
 // State is what is recorded about a task.
@@ -198,7 +243,6 @@ type Outcome struct {
 // walks; one value may run walks one after another.
 type Walker struct {
 	Concurrency int // maximum number of tasks in Run at once; 0 means 10
-	PerNode     int // maximum number of tasks in Run at once on one non-empty Node; 0 means 1
 
 	// Run executes one task and must not modify it. It runs on a
 	// goroutine of its own, or on the scheduler's when the task is
@@ -292,9 +336,9 @@ type walk struct {
 	passes  []bool    // per incoming edge: a failure of its predecessor does not skip the task; nil if none does
 	succ    []int32   // successors' ranks, one per edge
 	sucOff  []int32   // task k's successors are succ[sucOff[k]:sucOff[k+1]]
-	limOf   []int32   // the limits each task takes: its node's, then its semaphores' in name order
+	limOf   []int32   // the limits each task takes, in kind and name order
 	limOff  []int32   // task k's limits are limOf[limOff[k]:limOff[k+1]]
-	limits  []limit   // nodes and semaphores
+	limits  []limit   // every Limit of the walk, once
 	earlier [][]int32 // per task: ranks of its Earlier instances; nil if none
 	wait    []int32   // per task: edges whose predecessor has not finished and been persisted
 	decide  []int32   // tasks whose predecessors have all finished, not yet decided
@@ -317,7 +361,8 @@ type ran struct {
 	outcome Outcome
 }
 
-// limit is a node or a semaphore: at most capacity tasks hold it at once.
+// limit is the walk's state of one Limit: at most capacity tasks hold it
+// at once.
 type limit struct {
 	capacity, used int
 	parked         rankHeap // tasks refused by this limit, waiting for a unit
@@ -520,64 +565,39 @@ func (wk *walk) checkAcyclic() error {
 	return fmt.Errorf("%w: %s", ErrTaskCycle, strings.Join(names, " -> "))
 }
 
-// buildLimits gives every non-empty node and every semaphore a limit and
-// lists each task's limits, node first, then semaphores by name.
+// buildLimits gives every Limit of the walk its state, with the smallest
+// count any task gives it, and lists each task's limits in kind and name
+// order.
 func (wk *walk) buildLimits() error {
-	perNode := wk.w.PerNode
-	if perNode <= 0 {
-		perNode = 1
+	type key struct {
+		kind LimitKind
+		name string
 	}
-	byName := map[string]int32{}
-	add := func(key string, capacity int) int32 {
-		if l, ok := byName[key]; ok {
-			wk.limits[l].capacity = min(wk.limits[l].capacity, capacity)
-			return l
-		}
-		wk.limits = append(wk.limits, limit{capacity: capacity})
-		byName[key] = int32(len(wk.limits) - 1)
-		return int32(len(wk.limits) - 1)
-	}
-	type sema struct {
-		name  string
-		count int
-	}
-	var semas []sema
+	byKey := map[key]int32{}
+	var sorted []Limit // one task's limits, reused: the tasks are not the walker's to modify
 	wk.limOff = make([]int32, len(wk.tasks)+1)
 	for k, t := range wk.tasks {
-		if t.Node != "" {
-			// The prefix keeps node and semaphore names apart.
-			wk.limOf = append(wk.limOf, add("node\x00"+t.Node, perNode))
-		}
-		semas = semas[:0]
-		for _, s := range t.Sema {
-			name, count, ok := parseSema(s)
+		sorted = append(sorted[:0], t.Limits...)
+		slices.SortFunc(sorted, Limit.compare)
+		for i, l := range sorted {
+			if l.Count < 1 {
+				return fmt.Errorf("%w: task %q has %s with a count of %d: want at least 1", ErrBadLimit, t.ID, l, l.Count)
+			}
+			if i > 0 && sorted[i-1].compare(l) == 0 {
+				return fmt.Errorf("%w: task %q names %s twice", ErrBadLimit, t.ID, l)
+			}
+			id, ok := byKey[key{l.Kind, l.Name}]
 			if !ok {
-				return fmt.Errorf("%w: task %q has semaphore %q: want name:count with a count of at least 1", ErrBadSema, t.ID, s)
+				id = int32(len(wk.limits))
+				wk.limits = append(wk.limits, limit{capacity: l.Count})
+				byKey[key{l.Kind, l.Name}] = id
 			}
-			semas = append(semas, sema{name, count})
-		}
-		slices.SortFunc(semas, func(a, b sema) int { return strings.Compare(a.name, b.name) })
-		for i, s := range semas {
-			if i > 0 && semas[i-1].name == s.name {
-				return fmt.Errorf("%w: task %q names semaphore %q twice", ErrBadSema, t.ID, s.name)
-			}
-			wk.limOf = append(wk.limOf, add("sema\x00"+s.name, s.count))
+			wk.limits[id].capacity = min(wk.limits[id].capacity, l.Count)
+			wk.limOf = append(wk.limOf, id)
 		}
 		wk.limOff[k+1] = int32(len(wk.limOf))
 	}
 	return nil
-}
-
-func parseSema(s string) (name string, count int, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i <= 0 {
-		return "", 0, false
-	}
-	count, err := strconv.Atoi(s[i+1:])
-	if err != nil || count < 1 {
-		return "", 0, false
-	}
-	return s[:i], count, true
 }
 
 // restore applies the recorded states: finished tasks count as finished

@@ -38,6 +38,19 @@ const (
 	onAny     = OnSuccess | OnNoop | OnError
 )
 
+func nodeLimit(name string, count int) Limit { return Limit{Kind: LimitNode, Name: name, Count: count} }
+func semaLimit(name string, count int) Limit { return Limit{Kind: LimitSema, Name: name, Count: count} }
+
+// nodeOf is the name of t's node limit, "" if it has none.
+func nodeOf(t *Task) string {
+	for _, l := range t.Limits {
+		if l.Kind == LimitNode {
+			return l.Name
+		}
+	}
+	return ""
+}
+
 type persistCall struct {
 	id string
 	st State
@@ -428,14 +441,13 @@ func TestWalkPerNodeLimit(t *testing.T) {
 				var tasks []Task
 				for _, node := range []string{"n1", "n2"} {
 					for _, c := range "abcde" {
-						tasks = append(tasks, Task{ID: node + "-" + string(c), Node: node})
+						tasks = append(tasks, Task{ID: node + "-" + string(c), Limits: []Limit{nodeLimit(node, perNode)}})
 					}
 				}
 				// Local tasks have no per-node limit.
 				tasks = append(tasks, walkTask("local-1"), walkTask("local-2"), walkTask("local-3"))
 
 				h := newWalkHarness(tasks, nil)
-				h.w.PerNode = perNode
 				type span struct {
 					node       string
 					start, end time.Time
@@ -448,7 +460,7 @@ func TestWalkPerNodeLimit(t *testing.T) {
 				h.wrapRun(func(ctx context.Context, task *Task) Outcome {
 					start := time.Now()
 					switch {
-					case task.Node == "":
+					case nodeOf(task) == "":
 						if !locals.arrive() {
 							t.Errorf("%s: local tasks did not run in parallel", task.ID)
 						}
@@ -459,7 +471,7 @@ func TestWalkPerNodeLimit(t *testing.T) {
 					}
 					time.Sleep(200 * time.Microsecond)
 					mu.Lock()
-					spans = append(spans, span{task.Node, start, time.Now()})
+					spans = append(spans, span{nodeOf(task), start, time.Now()})
 					mu.Unlock()
 					return Outcome{}
 				})
@@ -497,20 +509,20 @@ func TestWalkPerNodeLimit(t *testing.T) {
 
 func TestWalkSemaphores(t *testing.T) {
 	tests := []struct {
-		name  string
-		semas [][]string // one task per entry, named s0, s1...
-		limit int        // the most holders of semaphore "db" allowed
+		name   string
+		counts []int // one task per entry, named s0, s1..., holding semaphore "db" of that count
+		limit  int   // the most holders of semaphore "db" allowed
 	}{
-		{"db:1 serializes", [][]string{{"db:1"}, {"db:1"}, {"db:1"}, {"db:1"}}, 1},
-		{"db:2 admits two", [][]string{{"db:2"}, {"db:2"}, {"db:2"}, {"db:2"}, {"db:2"}}, 2},
-		{"smallest count wins", [][]string{{"db:3"}, {"db:1"}, {"db:3"}, {"db:3"}}, 1},
+		{"db:1 serializes", []int{1, 1, 1, 1}, 1},
+		{"db:2 admits two", []int{2, 2, 2, 2, 2}, 2},
+		{"smallest count wins", []int{3, 1, 3, 3}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for i := 0; i < 20; i++ {
 				var tasks []Task
-				for j, s := range tt.semas {
-					tasks = append(tasks, Task{ID: fmt.Sprintf("s%d", j), Sema: s})
+				for j, n := range tt.counts {
+					tasks = append(tasks, Task{ID: fmt.Sprintf("s%d", j), Limits: []Limit{semaLimit("db", n)}})
 				}
 				// Tasks without the semaphore run beside its holders.
 				others := []string{"x0", "x1", "x2"}
@@ -521,7 +533,7 @@ func TestWalkSemaphores(t *testing.T) {
 				var db gauge
 				m := newMeeting(1 + len(others)) // s0 and all the others
 				h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-					if len(task.Sema) > 0 {
+					if len(task.Limits) > 0 {
 						db.enter()
 						defer db.leave()
 					}
@@ -543,26 +555,27 @@ func TestWalkSemaphores(t *testing.T) {
 }
 
 func TestWalkSemaphoresInAnyOrderDoNotDeadlock(t *testing.T) {
-	orders := [][]string{{"a:1", "b:1"}, {"b:1", "a:1"}, {"a:1"}, {"b:1"}, {"b:1", "a:1", "c:2"}}
+	a1, b1, c2 := semaLimit("a", 1), semaLimit("b", 1), semaLimit("c", 2)
+	orders := [][]Limit{{a1, b1}, {b1, a1}, {a1}, {b1}, {b1, a1, c2}}
 	for i := 0; i < 50; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 0))
 		var tasks []Task
 		for j := 0; j < 40; j++ {
 			tasks = append(tasks, Task{
 				ID:     fmt.Sprintf("t%02d", j),
-				Sema:   orders[rng.IntN(len(orders))],
+				Limits: orders[rng.IntN(len(orders))],
 				Weight: rng.IntN(3),
 			})
 		}
 		h := newWalkHarness(tasks, nil)
 		var a, b gauge
 		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-			for _, s := range task.Sema {
-				switch s {
-				case "a:1":
+			for _, l := range task.Limits {
+				switch l.Name {
+				case "a":
 					a.enter()
 					defer a.leave()
-				case "b:1":
+				case "b":
 					b.enter()
 					defer b.leave()
 				}
@@ -595,10 +608,10 @@ func rng2(id string) int {
 func TestWalkNoHeadOfLineBlocking(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		tasks := []Task{
-			{ID: "heavy-1", Node: "n1", Weight: 3, Sema: []string{"s:1"}},
-			{ID: "heavy-2", Node: "n1", Weight: 2}, // waits for node n1
-			{ID: "heavy-3", Weight: 2, Sema: []string{"s:1"}},
-			{ID: "light", Node: "n2", Weight: 1}, // must not wait behind them
+			{ID: "heavy-1", Limits: []Limit{nodeLimit("n1", 1), semaLimit("s", 1)}, Weight: 3},
+			{ID: "heavy-2", Limits: []Limit{nodeLimit("n1", 1)}, Weight: 2}, // waits for node n1
+			{ID: "heavy-3", Limits: []Limit{semaLimit("s", 1)}, Weight: 2},
+			{ID: "light", Limits: []Limit{nodeLimit("n2", 1)}, Weight: 1}, // must not wait behind them
 		}
 		h := newWalkHarness(tasks, nil)
 		m := newMeeting(2)
@@ -621,10 +634,10 @@ func TestWalkNoHeadOfLineBlocking(t *testing.T) {
 func TestWalkFreedLimitIsNotLost(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		tasks := []Task{
-			{ID: "S", Weight: 20, Sema: []string{"s:1"}},
-			{ID: "A", Weight: 10, Node: "n1"},
-			{ID: "T", Weight: 9, Node: "n1", Sema: []string{"s:1"}},
-			{ID: "U", Weight: 1, Node: "n1"},
+			{ID: "S", Weight: 20, Limits: []Limit{semaLimit("s", 1)}},
+			{ID: "A", Weight: 10, Limits: []Limit{nodeLimit("n1", 1)}},
+			{ID: "T", Weight: 9, Limits: []Limit{nodeLimit("n1", 1), semaLimit("s", 1)}},
+			{ID: "U", Weight: 1, Limits: []Limit{nodeLimit("n1", 1)}},
 		}
 		h := newWalkHarness(tasks, nil)
 		m := newMeeting(2)
@@ -778,30 +791,30 @@ func randomDAG(rng *rand.Rand, layers, width int) []Task {
 // and checks that every limit holds, the persisted order is safe, and the
 // walk completes (a lost wake-up would stall it).
 func TestWalkRandomLimits(t *testing.T) {
-	semas := [][]string{nil, {"a:1"}, {"b:2"}, {"a:1", "b:2"}, {"c:1", "a:1"}}
+	a1, b2, c1 := semaLimit("a", 1), semaLimit("b", 2), semaLimit("c", 1)
+	semas := [][]Limit{nil, {a1}, {b2}, {a1, b2}, {c1, a1}}
 	nodes := []string{"", "n1", "n2", "n3"}
 	for i := 0; i < 30; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 2))
 		tasks := randomDAG(rng, 10, 10)
+		perNode := 1 + rng.IntN(2)
 		for j := range tasks {
 			tasks[j].Reactive = false
-			tasks[j].Node = nodes[rng.IntN(len(nodes))]
-			tasks[j].Sema = semas[rng.IntN(len(semas))]
+			node := nodes[rng.IntN(len(nodes))]
+			tasks[j].Limits = slices.Clone(semas[rng.IntN(len(semas))])
+			if node != "" {
+				tasks[j].Limits = append(tasks[j].Limits, nodeLimit(node, perNode))
+			}
 		}
 		h := newWalkHarness(tasks, nil)
 		h.w.Concurrency = 1 + rng.IntN(8)
-		h.w.PerNode = 1 + rng.IntN(2)
 		gauges := map[string]*gauge{}
 		for _, k := range []string{"a", "b", "c", "n1", "n2", "n3"} {
 			gauges[k] = new(gauge)
 		}
 		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-			held := slices.Clone(task.Sema)
-			if task.Node != "" {
-				held = append(held, task.Node)
-			}
-			for _, k := range held {
-				g := gauges[strings.Split(k, ":")[0]]
+			for _, l := range task.Limits {
+				g := gauges[l.Name]
 				g.enter()
 				defer g.leave()
 			}
@@ -814,7 +827,7 @@ func TestWalkRandomLimits(t *testing.T) {
 				t.Fatalf("%s ended %s", id, st.Status)
 			}
 		}
-		limits := map[string]int{"a": 1, "b": 2, "c": 1, "n1": h.w.PerNode, "n2": h.w.PerNode, "n3": h.w.PerNode}
+		limits := map[string]int{"a": 1, "b": 2, "c": 1, "n1": perNode, "n2": perNode, "n3": perNode}
 		for k, g := range gauges {
 			if int(g.peak.Load()) > limits[k] {
 				t.Fatalf("%s held by %d tasks at once, limit %d", k, g.peak.Load(), limits[k])
@@ -1050,11 +1063,9 @@ func TestWalkInvalidGraphs(t *testing.T) {
 		{"duplicate id", []Task{walkTask("A"), walkTask("B"), walkTask("A")}, ErrDuplicateTask, []string{`"A"`}},
 		{"self edge", []Task{walkTask("A", afterEdge("A"))}, ErrTaskCycle, []string{"A -> A"}},
 		{"cycle", []Task{walkTask("root"), walkTask("a", afterEdge("root"), afterEdge("c")), walkTask("b", onEdge("a", onChanged)), walkTask("c", afterEdge("b")), walkTask("d", afterEdge("c"))}, ErrTaskCycle, []string{"a -> b", "b -> c", "c -> a"}},
-		{"sema without count", []Task{{ID: "A", Sema: []string{"db"}}}, ErrBadSema, []string{`"A"`, `"db"`}},
-		{"sema count zero", []Task{{ID: "A", Sema: []string{"db:0"}}}, ErrBadSema, []string{`"A"`, `"db:0"`}},
-		{"sema count not a number", []Task{{ID: "A", Sema: []string{"db:x"}}}, ErrBadSema, []string{`"A"`, `"db:x"`}},
-		{"sema without name", []Task{{ID: "A", Sema: []string{":1"}}}, ErrBadSema, []string{`"A"`, `":1"`}},
-		{"sema named twice", []Task{{ID: "A", Sema: []string{"db:1", "db:2"}}}, ErrBadSema, []string{`"A"`, `"db"`}},
+		{"limit count zero", []Task{{ID: "A", Limits: []Limit{semaLimit("db", 0)}}}, ErrBadLimit, []string{`"A"`, "sema/db", "0"}},
+		{"limit count negative", []Task{{ID: "A", Limits: []Limit{nodeLimit("n1", -1)}}}, ErrBadLimit, []string{`"A"`, "node/n1", "-1"}},
+		{"limit named twice", []Task{{ID: "A", Limits: []Limit{semaLimit("db", 1), nodeLimit("db", 1), semaLimit("db", 2)}}}, ErrBadLimit, []string{`"A"`, "sema/db twice"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
