@@ -29,8 +29,5 @@ const (
 const (
 	ReasonNotTriggered   = walk.ReasonNotTriggered
 	ReasonStopped        = walk.ReasonStopped
-	ReasonFiltered       = walk.ReasonFiltered
-	ReasonSuperseded     = walk.ReasonSuperseded
-	ReasonDiscarded      = walk.ReasonDiscarded
 	ReasonUpstreamFailed = walk.ReasonUpstreamFailed
 )

@@ -58,15 +58,11 @@ func (s Status) Finished() bool {
 	return false
 }
 
-// Reasons recorded in State.Reason for a SKIPPED task. The walker itself
-// writes ReasonNotTriggered, ReasonStopped and ReasonUpstreamFailed; the
-// others are for callers that skip tasks before a walk.
+// Reasons the walker records in State.Reason for a SKIPPED task. Callers
+// may record reasons of their own for tasks they skip (Walker.Begin's).
 const (
-	ReasonNotTriggered = "not triggered" // reactive task whose react rules did not match
+	ReasonNotTriggered = "not triggered" // reactive task whose incoming edges did not fire
 	ReasonStopped      = "stopped"       // the walk was stopped before the task started
-	ReasonFiltered     = "filtered"      // left out by orch filter
-	ReasonSuperseded   = "superseded"    // its entries were taken over by a newer plan
-	ReasonDiscarded    = "discarded"     // its staged entry was discarded
 	// ReasonUpstreamFailed is followed by ": <task>", the task that ended
 	// ERROR and caused the skip, however many skipped tasks lie between.
 	ReasonUpstreamFailed = "upstream failed"
@@ -138,14 +134,15 @@ type Task struct {
 	// most one of each kind and name.
 	Limits []Limit
 	Weight int // critical-path weight; among ready tasks the heaviest starts first
-	// Reactive is true when only react rules put the task in the plan (it
-	// was not staged), so it runs only if one of them is triggered.
+	// Reactive is true for a task that runs only if one of its incoming
+	// edges fires (in solar, a task that only react rules put in the
+	// plan, not staged).
 	Reactive bool
 	In       []InEdge
-	// Earlier names earlier instances of the same action in the plan, which
-	// all precede this one. A react edge from this task carries their
-	// events too: an action that ran twice in a plan changed something if
-	// either run did, and its subscribers hang after its last instance.
+	// Earlier names earlier instances of the same work, which all precede
+	// this one. An edge from this task fires on their final statuses too:
+	// an action that ran twice in a plan changed something if either run
+	// did, and its subscribers hang after its last instance.
 	Earlier []string
 	// Inline runs the task on the scheduler's goroutine rather than on
 	// one of its own: for a Run that returns at once (a noop handler, a
@@ -483,9 +480,9 @@ func (wk *walk) link(rank map[string]int32) error {
 	if !tolerant {
 		return nil
 	}
-	// A failure is let through per predecessor, not per edge: when react
-	// rules join a predecessor to a task with both "changed" and "failed",
-	// the "failed" edge is there to react to its failure. stamp[p] == k+1
+	// A failure is let through per predecessor, not per edge: when edges
+	// join a predecessor to a task with both OnSuccess and OnError, the
+	// OnError edge is there to react to its failure. stamp[p] == k+1
 	// marks p as such a predecessor of task k, so the marking stays linear
 	// in the number of edges even for a sink with thousands of them.
 	wk.passes = make([]bool, edges)
