@@ -1187,6 +1187,38 @@ func BenchmarkWalk(b *testing.B) {
 	}
 }
 
+// BenchmarkWalkLimits is the layered shape with limits as a run gives
+// them: every task its resource's lock, half of them a node's slots and a
+// tenth a semaphore.
+func BenchmarkWalkLimits(b *testing.B) {
+	w := &Walker{
+		Concurrency: 10,
+		Run:         func(context.Context, *Task) Outcome { return Outcome{} },
+		Persist:     func(string, State) error { return nil },
+	}
+	for _, n := range []int{10000} {
+		tasks := layeredShape(n)
+		for i := range tasks {
+			l := []Limit{{Kind: LimitResource, Name: fmt.Sprintf("r%05d", i), Count: 1}}
+			if i%2 == 0 {
+				l = append(l, nodeLimit(fmt.Sprintf("n%d", i%16), 4))
+			}
+			if i%10 == 0 {
+				l = append(l, semaLimit("db", 2))
+			}
+			tasks[i].Limits = l
+		}
+		b.Run(fmt.Sprintf("layered/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.Walk(context.Background(), tasks, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // A subscriber hangs after an action's last instance; it must still be
 // triggered when an earlier instance changed something and the last one did
 // not (haproxy.run#0 changed, haproxy.run#1 ok: haproxy.reload must run).
