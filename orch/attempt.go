@@ -4,28 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/store"
 )
 
-// limits are the limits task t is under besides its resource: its node's
-// (--per-node) and its semaphores.
-func (ex *execution) limits(t *Task) []sharedLimit {
-	var out []sharedLimit
-	if t.Node != "" {
-		out = append(out, sharedLimit{name: "node/" + t.Node, n: max(ex.r.PerNode, 1)})
-	}
-	for _, s := range t.Sema {
-		name, count, ok := strings.Cut(s, ":")
-		n, err := strconv.Atoi(count)
-		if !ok || err != nil || n < 1 || strings.HasPrefix(name, "resource/") {
-			continue
+// limits are the limits task t is under besides its resource, whose lock
+// is taken apart: its node's (--per-node) and its semaphores. A copy: the
+// locks sort it, and the task is the walker's.
+func (ex *execution) limits(t *Task) []Limit {
+	var out []Limit
+	for _, l := range t.Limits {
+		if l.Kind != walk.LimitResource {
+			out = append(out, l)
 		}
-		out = append(out, sharedLimit{name: "sema/" + name, n: n})
 	}
 	return out
 }

@@ -71,8 +71,12 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 		r.Started(rec, nil)
 	}
 	c := &checker{infos: infos, unknown: map[string]bool{}}
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: c.run, Progress: r.Progress, Now: r.Now}
-	states, err := w.Walk(ctx, walkTasks(rec, infos), nil, stop)
+	tasks, err := walkTasks(rec, infos, r.PerNode)
+	if err != nil {
+		return rec, nil, err
+	}
+	w := &Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
+	states, err := w.Walk(ctx, tasks, nil, stop)
 	if err != nil {
 		return rec, nil, err
 	}

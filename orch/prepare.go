@@ -12,8 +12,11 @@ import (
 	"github.com/solarops/solar/store"
 )
 
-// walkTasks turns a plan's nodes into the walker's tasks.
-func walkTasks(rec *Record, infos map[string]*taskInfo) []Task {
+// walkTasks turns a plan's nodes into the walker's tasks, each with its
+// limits (taskLimits): perNode is the count of a node's limit. A bad sema
+// entry fails it, with the error of the first such task in the walker's
+// order (heaviest first, then by id), as when the walker parsed them.
+func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]Task, error) {
 	tasks := make([]Task, 0, len(rec.Plan.Nodes))
 	// Every task's incoming edges share one array, cut to size, rather
 	// than lists grown one edge at a time.
@@ -26,25 +29,38 @@ func walkTasks(rec *Record, infos map[string]*taskInfo) []Task {
 	for id, k := range counts {
 		in[id], all = all[:0:k], all[k:]
 	}
-	for _, e := range rec.Plan.Edges {
-		in[e.To] = append(in[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+	for i := range rec.Plan.Edges {
+		e := &rec.Plan.Edges[i]
+		in[e.To] = append(in[e.To], InEdge{From: e.From, On: triggerOf(e)})
 	}
+	// Their limits share one array too, with room for all of them.
+	room := 0
+	for _, n := range rec.Plan.Nodes {
+		room += maxLimits(infos[n.ID])
+	}
+	limits := make([]Limit, 0, room)
+	var bad error
+	badAt := -1
 	for _, n := range rec.Plan.Nodes {
 		info := infos[n.ID]
-		// Two actions of one resource never overlap: a resource is one
-		// thing on one machine, and its scripts assume they run alone.
-		sema := []string{"resource/" + n.Resource + ":1"}
-		if info.problem == "" {
-			sema = append(sema, info.semaList...)
+		first := len(limits)
+		var err error
+		if limits, err = taskLimits(limits, n.ID, n.Resource, info, perNode); err != nil {
+			if badAt < 0 || n.Weight > tasks[badAt].Weight || n.Weight == tasks[badAt].Weight && n.ID < tasks[badAt].ID {
+				bad, badAt = err, len(tasks)
+			}
 		}
 		var earlier []string
 		for i := 0; i < n.Instance; i++ {
 			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
 		}
-		tasks = append(tasks, Task{ID: n.ID, Node: info.location, Sema: sema, Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier,
+		tasks = append(tasks, Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier,
 			Inline: info.noop || info.problem != ""})
 	}
-	return tasks
+	if bad != nil {
+		return nil, bad
+	}
+	return tasks, nil
 }
 
 // prepareChunk is how many tasks share one catalog while the runner

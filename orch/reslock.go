@@ -1,6 +1,7 @@
 package orch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,15 +38,8 @@ import (
 // is under (its node's --per-node, its sema), so that runs of different
 // plans, from any machine, keep them together.
 type resLocker interface {
-	lock(ctx context.Context, resource string, limits []sharedLimit) (unlock func(), err error)
+	lock(ctx context.Context, resource string, limits []Limit) (unlock func(), err error)
 	close()
-}
-
-// sharedLimit is a number of slots, shared by every run, named after a node or a
-// semaphore.
-type sharedLimit struct {
-	name string
-	n    int
 }
 
 func newResLocker(storePath string, shared store.Locks) resLocker {
@@ -64,7 +58,7 @@ type sharedResLocks struct {
 	held  map[string]bool // slot lock names this run holds
 }
 
-func (l *sharedResLocks) lock(ctx context.Context, resource string, limits []sharedLimit) (func(), error) {
+func (l *sharedResLocks) lock(ctx context.Context, resource string, limits []Limit) (func(), error) {
 	var unlocks []func() error
 	release := func() {
 		for i := len(unlocks) - 1; i >= 0; i-- {
@@ -78,13 +72,17 @@ func (l *sharedResLocks) lock(ctx context.Context, resource string, limits []sha
 		return nil, err
 	}
 	unlocks = append(unlocks, u)
-	slices.SortFunc(limits, func(a, b sharedLimit) int { return strings.Compare(a.name, b.name) })
+	// A limit's slots are named after it, "slot/sema/db/0" for instance
+	// (Limit.String), a name every run of every version must agree on.
+	slices.SortFunc(limits, func(a, b Limit) int {
+		return cmp.Or(strings.Compare(a.Kind.String(), b.Kind.String()), strings.Compare(a.Name, b.Name))
+	})
 	for _, lim := range limits {
-		names := make([]string, lim.n)
+		names := make([]string, lim.Count)
 		for i := range names {
-			names[i] = fmt.Sprintf("slot/%s/%d", lim.name, i)
+			names[i] = fmt.Sprintf("slot/%s/%d", lim, i)
 		}
-		u, err := l.wait(ctx, names, "a slot of "+lim.name)
+		u, err := l.wait(ctx, names, "a slot of "+lim.String())
 		if err != nil {
 			release()
 			return nil, err
@@ -221,7 +219,7 @@ func (l *resourceLocks) unlock(off int64) {
 
 // lock takes the lock of resource, waiting while another process holds
 // it, until ctx is done.
-func (l *resourceLocks) lock(ctx context.Context, resource string, _ []sharedLimit) (unlock func(), err error) {
+func (l *resourceLocks) lock(ctx context.Context, resource string, _ []Limit) (unlock func(), err error) {
 	off := lockOffset(resource)
 	for {
 		busy, err := l.tryLock(off)

@@ -224,12 +224,15 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		r.Started(rec, initial)
 	}
 
-	tasks := walkTasks(rec, infos)
+	tasks, walkErr := walkTasks(rec, infos, r.PerNode)
 	lastLoaded.forget(rec)
 	rec.Plan.Edges = nil
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
+	w := &Walker{Concurrency: r.Concurrency, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
 		Begin: ex.begin, Sync: ex.syncLast, Progress: r.Progress, Now: r.Now}
-	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
+	var states map[string]State
+	if walkErr == nil { // a bad sema entry fails the run where the walker refused it before
+		states, walkErr = w.Walk(ctx, tasks, initial, ex.stopped)
+	}
 	ex.closeStop()
 	close(streamDone)
 	<-streamStopped

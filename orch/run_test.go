@@ -590,13 +590,18 @@ func TestPrepareReactEdges(t *testing.T) {
 func TestWalkTasksInEdges(t *testing.T) {
 	withPrepared(t, func(rec *Record, infos map[string]*taskInfo) {
 		want := map[string][]InEdge{}
-		for _, e := range rec.Plan.Edges {
-			want[e.To] = append(want[e.To], InEdge{From: e.From, React: e.Kind == planner.EdgeReact, Event: e.Event})
+		for i := range rec.Plan.Edges {
+			e := &rec.Plan.Edges[i]
+			want[e.To] = append(want[e.To], InEdge{From: e.From, On: triggerOf(e)})
 		}
 		if len(want["c.run#0"]) < 2 {
 			t.Fatalf("plan's edges into c: %v, want at least 2", want["c.run#0"])
 		}
-		for _, task := range walkTasks(rec, infos) {
+		tasks, err := walkTasks(rec, infos, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
 			if !reflect.DeepEqual(task.In, want[task.ID]) || cap(task.In) != len(task.In) {
 				t.Errorf("%s: in-edges %v (room for %d), want %v", task.ID, task.In, cap(task.In), want[task.ID])
 			}

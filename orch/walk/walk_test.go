@@ -1,4 +1,4 @@
-package orch
+package walk
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/solarops/solar/events"
 )
 
 var errBoom = errors.New("boom")
@@ -28,8 +26,29 @@ var (
 func walkTask(id string, in ...InEdge) Task  { return Task{ID: id, In: in} }
 func reactTask(id string, in ...InEdge) Task { return Task{ID: id, Reactive: true, In: in} }
 func afterEdge(from string) InEdge           { return InEdge{From: from} }
-func onEdge(from string, ev events.Event) InEdge {
-	return InEdge{From: from, React: true, Event: ev}
+func onEdge(from string, on Trigger) InEdge  { return InEdge{From: from, On: on} }
+
+// The react rules' events as orch gives them to the walker (its triggerOf,
+// tested there against events.Event.Matches).
+const (
+	onChanged = OnSuccess
+	onOK      = OnNoop
+	onSuccess = OnSuccess | OnNoop
+	onFailed  = OnError
+	onAny     = OnSuccess | OnNoop | OnError
+)
+
+func nodeLimit(name string, count int) Limit { return Limit{Kind: LimitNode, Name: name, Count: count} }
+func semaLimit(name string, count int) Limit { return Limit{Kind: LimitSema, Name: name, Count: count} }
+
+// nodeOf is the name of t's node limit, "" if it has none.
+func nodeOf(t *Task) string {
+	for _, l := range t.Limits {
+		if l.Kind == LimitNode {
+			return l.Name
+		}
+	}
+	return ""
 }
 
 type persistCall struct {
@@ -237,17 +256,17 @@ func TestWalkTruthTable(t *testing.T) {
 		edge     InEdge
 		want     [5]string
 	}{
-		{true, onEdge("P", events.Changed), [5]string{run, nt, ufP, nt, ufR}},
-		{true, onEdge("P", events.OK), [5]string{nt, run, ufP, nt, ufR}},
-		{true, onEdge("P", events.Success), [5]string{run, run, ufP, nt, ufR}},
-		{true, onEdge("P", events.Failed), [5]string{nt, nt, run, nt, nt}},
-		{true, onEdge("P", events.Any), [5]string{run, run, run, nt, nt}},
+		{true, onEdge("P", onChanged), [5]string{run, nt, ufP, nt, ufR}},
+		{true, onEdge("P", onOK), [5]string{nt, run, ufP, nt, ufR}},
+		{true, onEdge("P", onSuccess), [5]string{run, run, ufP, nt, ufR}},
+		{true, onEdge("P", onFailed), [5]string{nt, nt, run, nt, nt}},
+		{true, onEdge("P", onAny), [5]string{run, run, run, nt, nt}},
 		{true, afterEdge("P"), [5]string{nt, nt, ufP, nt, ufR}},
-		{false, onEdge("P", events.Changed), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.OK), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.Success), [5]string{run, run, ufP, run, ufR}},
-		{false, onEdge("P", events.Failed), [5]string{run, run, run, run, run}},
-		{false, onEdge("P", events.Any), [5]string{run, run, run, run, run}},
+		{false, onEdge("P", onChanged), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onOK), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onSuccess), [5]string{run, run, ufP, run, ufR}},
+		{false, onEdge("P", onFailed), [5]string{run, run, run, run, run}},
+		{false, onEdge("P", onAny), [5]string{run, run, run, run, run}},
 		{false, afterEdge("P"), [5]string{run, run, ufP, run, ufR}},
 	}
 	for _, c := range cells {
@@ -255,8 +274,8 @@ func TestWalkTruthTable(t *testing.T) {
 		if c.reactive {
 			kind = "reactive"
 		}
-		if c.edge.React {
-			edge = "on-" + string(c.edge.Event)
+		if c.edge.On != 0 {
+			edge = "on-" + c.edge.On.String()
 		}
 		for i, p := range preds {
 			t.Run(fmt.Sprintf("%s/%s/P=%s", kind, edge, p.name), func(t *testing.T) {
@@ -285,10 +304,10 @@ func TestWalkTruthTable(t *testing.T) {
 func TestWalkNotTriggeredIsFinishedNotFailed(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
-		reactTask("B", onEdge("A", events.Changed)), // A changes nothing
-		reactTask("C", onEdge("B", events.Any)),     // B emits nothing
-		walkTask("D", afterEdge("B")),               // only ordered after B
-		reactTask("E", onEdge("D", events.Changed)),
+		reactTask("B", onEdge("A", onChanged)), // A changes nothing
+		reactTask("C", onEdge("B", onAny)),     // B emits nothing
+		walkTask("D", afterEdge("B")),          // only ordered after B
+		reactTask("E", onEdge("D", onChanged)),
 	}
 	h := newWalkHarness(tasks, map[string]Outcome{"A": noop})
 	states := h.mustWalk(t, tasks, nil)
@@ -310,22 +329,22 @@ func TestWalkUpstreamFailure(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
 		walkTask("B", afterEdge("A")),
-		walkTask("C", onEdge("B", events.Changed)),
-		reactTask("D", onEdge("C", events.Success)),
+		walkTask("C", onEdge("B", onChanged)),
+		reactTask("D", onEdge("C", onSuccess)),
 		// A failed edge from the root itself reacts to the failure.
-		walkTask("E", onEdge("A", events.Failed)),
-		reactTask("F", onEdge("A", events.Failed)),
+		walkTask("E", onEdge("A", onFailed)),
+		reactTask("F", onEdge("A", onFailed)),
 		// An any edge from a skipped task lets the failure through, but a
 		// skipped task emits nothing: staged G runs, reactive G2 does not.
-		walkTask("G", onEdge("C", events.Any)),
-		reactTask("G2", onEdge("C", events.Any)),
+		walkTask("G", onEdge("C", onAny)),
+		reactTask("G2", onEdge("C", onAny)),
 		// Two edges from the same failed predecessor: the failed one is
 		// there to react to the failure, so H runs.
-		reactTask("H", onEdge("A", events.Changed), onEdge("A", events.Failed)),
+		reactTask("H", onEdge("A", onChanged), onEdge("A", onFailed)),
 		// A failed edge does not excuse a failure on another edge.
 		walkTask("X"),
-		walkTask("I", onEdge("A", events.Failed), afterEdge("X")),
-		reactTask("J", onEdge("A", events.Failed), onEdge("X", events.Changed)),
+		walkTask("I", onEdge("A", onFailed), afterEdge("X")),
+		reactTask("J", onEdge("A", onFailed), onEdge("X", onChanged)),
 	}
 	h := newWalkHarness(tasks, map[string]Outcome{"A": failure, "X": failure})
 	for i := 0; i < 20; i++ {
@@ -369,8 +388,8 @@ func TestWalkSeveralMatchedEventsRunOnce(t *testing.T) {
 	tasks := []Task{
 		walkTask("A"),
 		walkTask("B"),
-		reactTask("S", onEdge("A", events.Changed), onEdge("A", events.Success), onEdge("A", events.Any), onEdge("B", events.Changed)),
-		walkTask("T", onEdge("A", events.Changed), onEdge("B", events.Any)),
+		reactTask("S", onEdge("A", onChanged), onEdge("A", onSuccess), onEdge("A", onAny), onEdge("B", onChanged)),
+		walkTask("T", onEdge("A", onChanged), onEdge("B", onAny)),
 	}
 	for i := 0; i < 20; i++ {
 		h := newWalkHarness(tasks, nil)
@@ -422,14 +441,13 @@ func TestWalkPerNodeLimit(t *testing.T) {
 				var tasks []Task
 				for _, node := range []string{"n1", "n2"} {
 					for _, c := range "abcde" {
-						tasks = append(tasks, Task{ID: node + "-" + string(c), Node: node})
+						tasks = append(tasks, Task{ID: node + "-" + string(c), Limits: []Limit{nodeLimit(node, perNode)}})
 					}
 				}
 				// Local tasks have no per-node limit.
 				tasks = append(tasks, walkTask("local-1"), walkTask("local-2"), walkTask("local-3"))
 
 				h := newWalkHarness(tasks, nil)
-				h.w.PerNode = perNode
 				type span struct {
 					node       string
 					start, end time.Time
@@ -442,7 +460,7 @@ func TestWalkPerNodeLimit(t *testing.T) {
 				h.wrapRun(func(ctx context.Context, task *Task) Outcome {
 					start := time.Now()
 					switch {
-					case task.Node == "":
+					case nodeOf(task) == "":
 						if !locals.arrive() {
 							t.Errorf("%s: local tasks did not run in parallel", task.ID)
 						}
@@ -453,7 +471,7 @@ func TestWalkPerNodeLimit(t *testing.T) {
 					}
 					time.Sleep(200 * time.Microsecond)
 					mu.Lock()
-					spans = append(spans, span{task.Node, start, time.Now()})
+					spans = append(spans, span{nodeOf(task), start, time.Now()})
 					mu.Unlock()
 					return Outcome{}
 				})
@@ -491,20 +509,20 @@ func TestWalkPerNodeLimit(t *testing.T) {
 
 func TestWalkSemaphores(t *testing.T) {
 	tests := []struct {
-		name  string
-		semas [][]string // one task per entry, named s0, s1...
-		limit int        // the most holders of semaphore "db" allowed
+		name   string
+		counts []int // one task per entry, named s0, s1..., holding semaphore "db" of that count
+		limit  int   // the most holders of semaphore "db" allowed
 	}{
-		{"db:1 serializes", [][]string{{"db:1"}, {"db:1"}, {"db:1"}, {"db:1"}}, 1},
-		{"db:2 admits two", [][]string{{"db:2"}, {"db:2"}, {"db:2"}, {"db:2"}, {"db:2"}}, 2},
-		{"smallest count wins", [][]string{{"db:3"}, {"db:1"}, {"db:3"}, {"db:3"}}, 1},
+		{"db:1 serializes", []int{1, 1, 1, 1}, 1},
+		{"db:2 admits two", []int{2, 2, 2, 2, 2}, 2},
+		{"smallest count wins", []int{3, 1, 3, 3}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for i := 0; i < 20; i++ {
 				var tasks []Task
-				for j, s := range tt.semas {
-					tasks = append(tasks, Task{ID: fmt.Sprintf("s%d", j), Sema: s})
+				for j, n := range tt.counts {
+					tasks = append(tasks, Task{ID: fmt.Sprintf("s%d", j), Limits: []Limit{semaLimit("db", n)}})
 				}
 				// Tasks without the semaphore run beside its holders.
 				others := []string{"x0", "x1", "x2"}
@@ -515,7 +533,7 @@ func TestWalkSemaphores(t *testing.T) {
 				var db gauge
 				m := newMeeting(1 + len(others)) // s0 and all the others
 				h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-					if len(task.Sema) > 0 {
+					if len(task.Limits) > 0 {
 						db.enter()
 						defer db.leave()
 					}
@@ -537,26 +555,27 @@ func TestWalkSemaphores(t *testing.T) {
 }
 
 func TestWalkSemaphoresInAnyOrderDoNotDeadlock(t *testing.T) {
-	orders := [][]string{{"a:1", "b:1"}, {"b:1", "a:1"}, {"a:1"}, {"b:1"}, {"b:1", "a:1", "c:2"}}
+	a1, b1, c2 := semaLimit("a", 1), semaLimit("b", 1), semaLimit("c", 2)
+	orders := [][]Limit{{a1, b1}, {b1, a1}, {a1}, {b1}, {b1, a1, c2}}
 	for i := 0; i < 50; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 0))
 		var tasks []Task
 		for j := 0; j < 40; j++ {
 			tasks = append(tasks, Task{
 				ID:     fmt.Sprintf("t%02d", j),
-				Sema:   orders[rng.IntN(len(orders))],
+				Limits: orders[rng.IntN(len(orders))],
 				Weight: rng.IntN(3),
 			})
 		}
 		h := newWalkHarness(tasks, nil)
 		var a, b gauge
 		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-			for _, s := range task.Sema {
-				switch s {
-				case "a:1":
+			for _, l := range task.Limits {
+				switch l.Name {
+				case "a":
 					a.enter()
 					defer a.leave()
-				case "b:1":
+				case "b":
 					b.enter()
 					defer b.leave()
 				}
@@ -589,10 +608,10 @@ func rng2(id string) int {
 func TestWalkNoHeadOfLineBlocking(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		tasks := []Task{
-			{ID: "heavy-1", Node: "n1", Weight: 3, Sema: []string{"s:1"}},
-			{ID: "heavy-2", Node: "n1", Weight: 2}, // waits for node n1
-			{ID: "heavy-3", Weight: 2, Sema: []string{"s:1"}},
-			{ID: "light", Node: "n2", Weight: 1}, // must not wait behind them
+			{ID: "heavy-1", Limits: []Limit{nodeLimit("n1", 1), semaLimit("s", 1)}, Weight: 3},
+			{ID: "heavy-2", Limits: []Limit{nodeLimit("n1", 1)}, Weight: 2}, // waits for node n1
+			{ID: "heavy-3", Limits: []Limit{semaLimit("s", 1)}, Weight: 2},
+			{ID: "light", Limits: []Limit{nodeLimit("n2", 1)}, Weight: 1}, // must not wait behind them
 		}
 		h := newWalkHarness(tasks, nil)
 		m := newMeeting(2)
@@ -615,10 +634,10 @@ func TestWalkNoHeadOfLineBlocking(t *testing.T) {
 func TestWalkFreedLimitIsNotLost(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		tasks := []Task{
-			{ID: "S", Weight: 20, Sema: []string{"s:1"}},
-			{ID: "A", Weight: 10, Node: "n1"},
-			{ID: "T", Weight: 9, Node: "n1", Sema: []string{"s:1"}},
-			{ID: "U", Weight: 1, Node: "n1"},
+			{ID: "S", Weight: 20, Limits: []Limit{semaLimit("s", 1)}},
+			{ID: "A", Weight: 10, Limits: []Limit{nodeLimit("n1", 1)}},
+			{ID: "T", Weight: 9, Limits: []Limit{nodeLimit("n1", 1), semaLimit("s", 1)}},
+			{ID: "U", Weight: 1, Limits: []Limit{nodeLimit("n1", 1)}},
 		}
 		h := newWalkHarness(tasks, nil)
 		m := newMeeting(2)
@@ -672,8 +691,8 @@ func TestWalkResume(t *testing.T) {
 		walkTask("A"),
 		walkTask("B", afterEdge("A")),
 		walkTask("C", afterEdge("B")),
-		reactTask("S", onEdge("A", events.Changed)), // triggered by A's recorded result
-		walkTask("D", afterEdge("C")),               // finished before, although C was not
+		reactTask("S", onEdge("A", onChanged)), // triggered by A's recorded result
+		walkTask("D", afterEdge("C")),          // finished before, although C was not
 		walkTask("F"),
 		walkTask("G", afterEdge("F")),
 		walkTask("Y", afterEdge("X")),
@@ -746,7 +765,7 @@ func TestWalkPersistOrder(t *testing.T) {
 // randomDAG builds layers of tasks, each depending on up to three tasks of
 // the layer before, with a random mix of edges and reactive tasks.
 func randomDAG(rng *rand.Rand, layers, width int) []Task {
-	evs := []events.Event{events.Changed, events.OK, events.Success, events.Failed, events.Any}
+	evs := []Trigger{onChanged, onOK, onSuccess, onFailed, onAny}
 	var tasks []Task
 	for l := 0; l < layers; l++ {
 		for i := 0; i < width; i++ {
@@ -772,30 +791,30 @@ func randomDAG(rng *rand.Rand, layers, width int) []Task {
 // and checks that every limit holds, the persisted order is safe, and the
 // walk completes (a lost wake-up would stall it).
 func TestWalkRandomLimits(t *testing.T) {
-	semas := [][]string{nil, {"a:1"}, {"b:2"}, {"a:1", "b:2"}, {"c:1", "a:1"}}
+	a1, b2, c1 := semaLimit("a", 1), semaLimit("b", 2), semaLimit("c", 1)
+	semas := [][]Limit{nil, {a1}, {b2}, {a1, b2}, {c1, a1}}
 	nodes := []string{"", "n1", "n2", "n3"}
 	for i := 0; i < 30; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 2))
 		tasks := randomDAG(rng, 10, 10)
+		perNode := 1 + rng.IntN(2)
 		for j := range tasks {
 			tasks[j].Reactive = false
-			tasks[j].Node = nodes[rng.IntN(len(nodes))]
-			tasks[j].Sema = semas[rng.IntN(len(semas))]
+			node := nodes[rng.IntN(len(nodes))]
+			tasks[j].Limits = slices.Clone(semas[rng.IntN(len(semas))])
+			if node != "" {
+				tasks[j].Limits = append(tasks[j].Limits, nodeLimit(node, perNode))
+			}
 		}
 		h := newWalkHarness(tasks, nil)
 		h.w.Concurrency = 1 + rng.IntN(8)
-		h.w.PerNode = 1 + rng.IntN(2)
 		gauges := map[string]*gauge{}
 		for _, k := range []string{"a", "b", "c", "n1", "n2", "n3"} {
 			gauges[k] = new(gauge)
 		}
 		h.wrapRun(func(ctx context.Context, task *Task) Outcome {
-			held := slices.Clone(task.Sema)
-			if task.Node != "" {
-				held = append(held, task.Node)
-			}
-			for _, k := range held {
-				g := gauges[strings.Split(k, ":")[0]]
+			for _, l := range task.Limits {
+				g := gauges[l.Name]
 				g.enter()
 				defer g.leave()
 			}
@@ -808,7 +827,7 @@ func TestWalkRandomLimits(t *testing.T) {
 				t.Fatalf("%s ended %s", id, st.Status)
 			}
 		}
-		limits := map[string]int{"a": 1, "b": 2, "c": 1, "n1": h.w.PerNode, "n2": h.w.PerNode, "n3": h.w.PerNode}
+		limits := map[string]int{"a": 1, "b": 2, "c": 1, "n1": perNode, "n2": perNode, "n3": perNode}
 		for k, g := range gauges {
 			if int(g.peak.Load()) > limits[k] {
 				t.Fatalf("%s held by %d tasks at once, limit %d", k, g.peak.Load(), limits[k])
@@ -894,7 +913,7 @@ func TestWalkSoftStop(t *testing.T) {
 			{ID: "A", Weight: 2},
 			walkTask("B", afterEdge("A")),
 			{ID: "C", Weight: 1},
-			reactTask("D", onEdge("C", events.Any)),
+			reactTask("D", onEdge("C", onAny)),
 		}
 		h := newWalkHarness(tasks, nil)
 		h.w.Concurrency = 1
@@ -926,7 +945,7 @@ func TestWalkSoftStop(t *testing.T) {
 }
 
 func TestWalkStoppedBeforeStart(t *testing.T) {
-	tasks := []Task{walkTask("A"), walkTask("B", afterEdge("A")), reactTask("C", onEdge("A", events.Any))}
+	tasks := []Task{walkTask("A"), walkTask("B", afterEdge("A")), reactTask("C", onEdge("A", onAny))}
 	h := newWalkHarness(tasks, nil)
 	stop := make(chan struct{})
 	close(stop)
@@ -1043,12 +1062,10 @@ func TestWalkInvalidGraphs(t *testing.T) {
 		{"unknown predecessor", []Task{walkTask("A"), walkTask("B", afterEdge("ghost"))}, ErrUnknownPredecessor, []string{`"B"`, `"ghost"`}},
 		{"duplicate id", []Task{walkTask("A"), walkTask("B"), walkTask("A")}, ErrDuplicateTask, []string{`"A"`}},
 		{"self edge", []Task{walkTask("A", afterEdge("A"))}, ErrTaskCycle, []string{"A -> A"}},
-		{"cycle", []Task{walkTask("root"), walkTask("a", afterEdge("root"), afterEdge("c")), walkTask("b", onEdge("a", events.Changed)), walkTask("c", afterEdge("b")), walkTask("d", afterEdge("c"))}, ErrTaskCycle, []string{"a -> b", "b -> c", "c -> a"}},
-		{"sema without count", []Task{{ID: "A", Sema: []string{"db"}}}, ErrBadSema, []string{`"A"`, `"db"`}},
-		{"sema count zero", []Task{{ID: "A", Sema: []string{"db:0"}}}, ErrBadSema, []string{`"A"`, `"db:0"`}},
-		{"sema count not a number", []Task{{ID: "A", Sema: []string{"db:x"}}}, ErrBadSema, []string{`"A"`, `"db:x"`}},
-		{"sema without name", []Task{{ID: "A", Sema: []string{":1"}}}, ErrBadSema, []string{`"A"`, `":1"`}},
-		{"sema named twice", []Task{{ID: "A", Sema: []string{"db:1", "db:2"}}}, ErrBadSema, []string{`"A"`, `"db"`}},
+		{"cycle", []Task{walkTask("root"), walkTask("a", afterEdge("root"), afterEdge("c")), walkTask("b", onEdge("a", onChanged)), walkTask("c", afterEdge("b")), walkTask("d", afterEdge("c"))}, ErrTaskCycle, []string{"a -> b", "b -> c", "c -> a"}},
+		{"limit count zero", []Task{{ID: "A", Limits: []Limit{semaLimit("db", 0)}}}, ErrBadLimit, []string{`"A"`, "sema/db", "0"}},
+		{"limit count negative", []Task{{ID: "A", Limits: []Limit{nodeLimit("n1", -1)}}}, ErrBadLimit, []string{`"A"`, "node/n1", "-1"}},
+		{"limit named twice", []Task{{ID: "A", Limits: []Limit{semaLimit("db", 1), nodeLimit("db", 1), semaLimit("db", 2)}}}, ErrBadLimit, []string{`"A"`, "sema/db twice"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1109,7 +1126,7 @@ func fanoutShape(n int) []Task {
 	sink := Task{ID: "sink", Weight: 1}
 	for i := 1; i < n-1; i++ {
 		id := fmt.Sprintf("mid%05d", i)
-		tasks[i] = Task{ID: id, Weight: 2, In: []InEdge{{From: "root", React: true, Event: events.Changed}}}
+		tasks[i] = Task{ID: id, Weight: 2, In: []InEdge{{From: "root", On: onChanged}}}
 		sink.In = append(sink.In, InEdge{From: id})
 	}
 	tasks[n-1] = sink
@@ -1126,7 +1143,7 @@ func layeredShape(n int) []Task {
 		for i := 0; i < width && l*width+i < n; i++ {
 			t := Task{ID: id(l, i), Weight: n/width - l}
 			if l > 0 {
-				t.In = []InEdge{{From: id(l-1, i)}, {From: id(l-1, i+1)}, {From: id(l-1, i+2), React: true, Event: events.Success}}
+				t.In = []InEdge{{From: id(l-1, i)}, {From: id(l-1, i+1)}, {From: id(l-1, i+2), On: onSuccess}}
 			}
 			tasks = append(tasks, t)
 		}
@@ -1170,6 +1187,38 @@ func BenchmarkWalk(b *testing.B) {
 	}
 }
 
+// BenchmarkWalkLimits is the layered shape with limits as a run gives
+// them: every task its resource's lock, half of them a node's slots and a
+// tenth a semaphore.
+func BenchmarkWalkLimits(b *testing.B) {
+	w := &Walker{
+		Concurrency: 10,
+		Run:         func(context.Context, *Task) Outcome { return Outcome{} },
+		Persist:     func(string, State) error { return nil },
+	}
+	for _, n := range []int{10000} {
+		tasks := layeredShape(n)
+		for i := range tasks {
+			l := []Limit{{Kind: LimitResource, Name: fmt.Sprintf("r%05d", i), Count: 1}}
+			if i%2 == 0 {
+				l = append(l, nodeLimit(fmt.Sprintf("n%d", i%16), 4))
+			}
+			if i%10 == 0 {
+				l = append(l, semaLimit("db", 2))
+			}
+			tasks[i].Limits = l
+		}
+		b.Run(fmt.Sprintf("layered/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.Walk(context.Background(), tasks, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // A subscriber hangs after an action's last instance; it must still be
 // triggered when an earlier instance changed something and the last one did
 // not (haproxy.run#0 changed, haproxy.run#1 ok: haproxy.reload must run).
@@ -1189,9 +1238,9 @@ func TestWalkEarlierInstancesTrigger(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tasks := []Task{
 				walkTask("ha#0"),
-				walkTask("gc#0", onEdge("ha#0", events.Changed)),
-				{ID: "ha#1", Reactive: true, In: []InEdge{onEdge("gc#0", events.Any)}, Earlier: []string{"ha#0"}},
-				reactTask("reload#0", onEdge("ha#1", events.Changed)),
+				walkTask("gc#0", onEdge("ha#0", onChanged)),
+				{ID: "ha#1", Reactive: true, In: []InEdge{onEdge("gc#0", onAny)}, Earlier: []string{"ha#0"}},
+				reactTask("reload#0", onEdge("ha#1", onChanged)),
 			}
 			h := newWalkHarness(tasks, map[string]Outcome{"ha#0": c.first, "ha#1": c.last})
 			states := h.mustWalk(t, tasks, nil)

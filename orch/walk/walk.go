@@ -1,4 +1,4 @@
-package orch
+package walk
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/solarops/solar/events"
 )
 
 // Errors of the walker. The errors actually returned wrap one of these and
@@ -26,10 +24,9 @@ var (
 	// ErrTaskCycle means the edges form a cycle, so no task of it could
 	// ever start. The message lists the tasks around one cycle.
 	ErrTaskCycle = errors.New("task cycle")
-	// ErrBadSema means a task's semaphore is not "name:count" with a
-	// non-empty name and a count of at least 1, or names one semaphore
-	// twice.
-	ErrBadSema = errors.New("bad semaphore")
+	// ErrBadLimit means a task has a limit with a count below 1, or names
+	// one limit (kind and name) twice.
+	ErrBadLimit = errors.New("bad limit")
 	// ErrTaskPanicked is recorded as the error of a task whose Run
 	// panicked. The walk goes on: the panic is the task's failure, not the
 	// walker's.
@@ -61,15 +58,11 @@ func (s Status) Finished() bool {
 	return false
 }
 
-// Reasons recorded in State.Reason for a SKIPPED task. The walker itself
-// writes ReasonNotTriggered, ReasonStopped and ReasonUpstreamFailed; the
-// others are for callers that skip tasks before a walk.
+// Reasons the walker records in State.Reason for a SKIPPED task. Callers
+// may record reasons of their own for tasks they skip (Walker.Begin's).
 const (
-	ReasonNotTriggered = "not triggered" // reactive task whose react rules did not match
+	ReasonNotTriggered = "not triggered" // reactive task whose incoming edges did not fire
 	ReasonStopped      = "stopped"       // the walk was stopped before the task started
-	ReasonFiltered     = "filtered"      // left out by orch filter
-	ReasonSuperseded   = "superseded"    // its entries were taken over by a newer plan
-	ReasonDiscarded    = "discarded"     // its staged entry was discarded
 	// ReasonUpstreamFailed is followed by ": <task>", the task that ended
 	// ERROR and caused the skip, however many skipped tasks lie between.
 	ReasonUpstreamFailed = "upstream failed"
@@ -81,29 +74,75 @@ const upstreamPrefix = ReasonUpstreamFailed + ": "
 // may start.
 type InEdge struct {
 	From string // predecessor task id
-	// React is true for an edge from a react rule ("on E.a EVENT S.b") and
-	// false for an ordering-only edge (an after rule).
-	React bool
-	Event events.Event // the react rule's event; unused when React is false
+	// On is the edge's predicate: the final statuses of From (or of one
+	// of its Earlier instances) that trigger the task. An empty On makes
+	// an ordering-only edge; one holding OnError also lets a failure of
+	// From through (see the package documentation's truth table).
+	On Trigger
+}
+
+// Trigger is a set of final statuses, SUCCESS, NOOP and ERROR: the results
+// of a predecessor on which an edge fires. SKIPPED is never in it: a task
+// that did not run triggers nothing. The zero Trigger is empty.
+//
+// It is a predicate the caller builds once per edge (orch maps each react
+// rule's event to one), so deciding a task costs a bit test per edge and
+// no call.
+type Trigger uint8
+
+// The statuses a Trigger can hold.
+const (
+	OnSuccess Trigger = 1 << iota // the predecessor ran and changed something
+	OnNoop                        // the predecessor ran and changed nothing
+	OnError                       // the predecessor ended ERROR
+)
+
+// Has reports whether s is one of the statuses in t.
+func (t Trigger) Has(s Status) bool {
+	switch s {
+	case StatusSuccess:
+		return t&OnSuccess != 0
+	case StatusNoop:
+		return t&OnNoop != 0
+	case StatusError:
+		return t&OnError != 0
+	}
+	return false
+}
+
+// String lists the statuses in t, "SUCCESS|NOOP" for instance, or "none".
+func (t Trigger) String() string {
+	var parts []string
+	for _, b := range []struct {
+		bit Trigger
+		s   Status
+	}{{OnSuccess, StatusSuccess}, {OnNoop, StatusNoop}, {OnError, StatusError}} {
+		if t&b.bit != 0 {
+			parts = append(parts, string(b.s))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
 }
 
 // Task is one unit of work of a walk.
 type Task struct {
-	ID   string
-	Node string // where the task runs; "" is the local machine, which has no per-node limit
-	// Sema lists counting semaphores as "name:count". A task runs only
-	// while it holds one unit of each; a semaphore admits as many holders
-	// as the smallest count any task of the walk gives it.
-	Sema   []string
+	ID string
+	// Limits are the limits the task holds one unit of while it runs, at
+	// most one of each kind and name.
+	Limits []Limit
 	Weight int // critical-path weight; among ready tasks the heaviest starts first
-	// Reactive is true when only react rules put the task in the plan (it
-	// was not staged), so it runs only if one of them is triggered.
+	// Reactive is true for a task that runs only if one of its incoming
+	// edges fires (in solar, a task that only react rules put in the
+	// plan, not staged).
 	Reactive bool
 	In       []InEdge
-	// Earlier names earlier instances of the same action in the plan, which
-	// all precede this one. A react edge from this task carries their
-	// events too: an action that ran twice in a plan changed something if
-	// either run did, and its subscribers hang after its last instance.
+	// Earlier names earlier instances of the same work, which all precede
+	// this one. An edge from this task fires on their final statuses too:
+	// an action that ran twice in a plan changed something if either run
+	// did, and its subscribers hang after its last instance.
 	Earlier []string
 	// Inline runs the task on the scheduler's goroutine rather than on
 	// one of its own: for a Run that returns at once (a noop handler, a
@@ -112,6 +151,54 @@ type Task struct {
 	// no other runs or waits to start runs there too, whatever it is:
 	// the scheduler has nothing else to do until it ends.)
 	Inline bool
+}
+
+// Limit bounds how many tasks run at once: a task runs only while it
+// holds one unit of each of its limits. Limits are told apart by kind and
+// name, and one admits as many holders as the smallest Count any task of
+// the walk gives it.
+type Limit struct {
+	Kind  LimitKind
+	Name  string
+	Count int // at least 1
+}
+
+// LimitKind says what a Limit bounds. The walker treats every kind alike:
+// kinds keep names apart (node "db" and semaphore "db" are two limits) and
+// tell the caller, who may share limits beyond one walk, what each is.
+type LimitKind uint8
+
+// The kinds of limits.
+const (
+	LimitNode     LimitKind = iota + 1 // the tasks that run on one machine
+	LimitResource                      // the tasks that act on one thing, usually one at a time
+	LimitSema                          // a named counting semaphore
+)
+
+// String is "node", "resource" or "sema".
+func (k LimitKind) String() string {
+	switch k {
+	case LimitNode:
+		return "node"
+	case LimitResource:
+		return "resource"
+	case LimitSema:
+		return "sema"
+	}
+	return "LimitKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// String is the limit's kind and name, "sema/db" for instance; its count
+// is left out, since tasks may give one limit different counts.
+func (l Limit) String() string { return l.Kind.String() + "/" + l.Name }
+
+// compare orders limits by kind, then name: the order a task's limits are
+// taken in.
+func (l Limit) compare(m Limit) int {
+	if l.Kind != m.Kind {
+		return int(l.Kind) - int(m.Kind)
+	}
+	return strings.Compare(l.Name, m.Name)
 }
 
 // State is what is recorded about a task.
@@ -148,56 +235,11 @@ type Outcome struct {
 	Attempts int   // recorded as at least 1
 }
 
-// Walker runs a set of tasks in dependency order.
-//
-// Guarantees:
-//
-//   - A task starts only after all its predecessors have finished and their
-//     final states have been persisted (Persist returned). Every final state
-//     is persisted after those of the task's predecessors, so the sequence of
-//     persisted final states is always a topological order of the graph: a
-//     crash can lose a task's result, never record a task as done before what
-//     it depends on.
-//   - Everything else may run in parallel, within Concurrency, PerNode and
-//     the tasks' semaphores. Among tasks that are ready at the same moment
-//     the heaviest (Weight) starts first, ties broken by id.
-//   - A failure skips what is downstream of it, and every skipped task names
-//     the root cause: the task that ended ERROR, not the skipped task
-//     between them. Only react edges with event failed or any let a failure
-//     through; they exist to react to it.
-//   - A walk resumed with recorded states never re-runs a finished task; it
-//     counts as finished with its recorded status, and tasks recorded as
-//     INPROGRESS (interrupted) or PENDING run.
-//
-// Run-time semantics of edges (SPEC section 4), decided when all of a
-// task's predecessors have finished:
-//
-//  1. If a predecessor ended ERROR, or SKIPPED because of an upstream
-//     failure, and no react edge with event failed or any joins that
-//     predecessor to the task, the task is SKIPPED "upstream failed: <root>".
-//  2. A reactive task (Task.Reactive) runs when at least one incoming react
-//     edge's event matches its predecessor's result (SUCCESS is changed,
-//     NOOP is ok, ERROR is failed; a SKIPPED task emits nothing), once
-//     however many match. Otherwise it is SKIPPED "not triggered", which
-//     counts as finished: its own subscribers are simply not triggered by it.
-//  3. A staged task runs; its incoming edges only order it.
-//
-// Limits cannot deadlock. Only the scheduler goroutine takes and returns
-// node slots and semaphore units, and it takes everything a task needs in
-// one step, or nothing: a task that cannot get all of them now holds none
-// while it waits. With no task holding one unit while waiting for another,
-// no cycle of waiting tasks can form, whatever order tasks list their
-// semaphores in (they are taken in sorted name order only for
-// determinism). A waiting task is parked on the limit that refused it and
-// the scheduler goes on to the next ready task, so a busy node or semaphore
-// never holds back lighter tasks that could run (no head-of-line blocking).
-// When a limit frees a unit, the heaviest task parked on it is reconsidered.
-//
-// A Walker holds no state between walks; one value may run walks one after
-// another.
+// Walker runs a set of tasks in dependency order, with the guarantees
+// stated in the package documentation. A Walker holds no state between
+// walks; one value may run walks one after another.
 type Walker struct {
 	Concurrency int // maximum number of tasks in Run at once; 0 means 10
-	PerNode     int // maximum number of tasks in Run at once on one non-empty Node; 0 means 1
 
 	// Run executes one task and must not modify it. It runs on a
 	// goroutine of its own, or on the scheduler's when the task is
@@ -258,7 +300,7 @@ type Walker struct {
 // persisted, and tasks never reached are PENDING.
 func (w *Walker) Walk(ctx context.Context, tasks []Task, initial map[string]State, stop <-chan struct{}) (map[string]State, error) {
 	if w.Run == nil {
-		panic("orch: Walker.Run is nil")
+		panic("walk: Walker.Run is nil")
 	}
 	wk, err := newWalk(w, tasks, initial)
 	if err != nil {
@@ -291,9 +333,9 @@ type walk struct {
 	passes  []bool    // per incoming edge: a failure of its predecessor does not skip the task; nil if none does
 	succ    []int32   // successors' ranks, one per edge
 	sucOff  []int32   // task k's successors are succ[sucOff[k]:sucOff[k+1]]
-	limOf   []int32   // the limits each task takes: its node's, then its semaphores' in name order
+	limOf   []int32   // the limits each task takes, in kind and name order
 	limOff  []int32   // task k's limits are limOf[limOff[k]:limOff[k+1]]
-	limits  []limit   // nodes and semaphores
+	limits  []limit   // every Limit of the walk, once
 	earlier [][]int32 // per task: ranks of its Earlier instances; nil if none
 	wait    []int32   // per task: edges whose predecessor has not finished and been persisted
 	decide  []int32   // tasks whose predecessors have all finished, not yet decided
@@ -316,7 +358,8 @@ type ran struct {
 	outcome Outcome
 }
 
-// limit is a node or a semaphore: at most capacity tasks hold it at once.
+// limit is the walk's state of one Limit: at most capacity tasks hold it
+// at once.
 type limit struct {
 	capacity, used int
 	parked         rankHeap // tasks refused by this limit, waiting for a unit
@@ -413,7 +456,7 @@ func (wk *walk) link(rank map[string]int32) error {
 			}
 			wk.inFrom[int(wk.inOff[k])+j] = p
 			outdeg[p+1]++
-			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+			if e.On&OnError != 0 {
 				tolerant = true
 			}
 		}
@@ -437,9 +480,9 @@ func (wk *walk) link(rank map[string]int32) error {
 	if !tolerant {
 		return nil
 	}
-	// A failure is let through per predecessor, not per edge: when react
-	// rules join a predecessor to a task with both "changed" and "failed",
-	// the "failed" edge is there to react to its failure. stamp[p] == k+1
+	// A failure is let through per predecessor, not per edge: when edges
+	// join a predecessor to a task with both OnSuccess and OnError, the
+	// OnError edge is there to react to its failure. stamp[p] == k+1
 	// marks p as such a predecessor of task k, so the marking stays linear
 	// in the number of edges even for a sink with thousands of them.
 	wk.passes = make([]bool, edges)
@@ -448,7 +491,7 @@ func (wk *walk) link(rank map[string]int32) error {
 		off := int(wk.inOff[k])
 		marked := false
 		for j, e := range t.In {
-			if e.React && (e.Event == events.Failed || e.Event == events.Any) {
+			if e.On&OnError != 0 {
 				stamp[wk.inFrom[off+j]] = int32(k + 1)
 				marked = true
 			}
@@ -519,64 +562,41 @@ func (wk *walk) checkAcyclic() error {
 	return fmt.Errorf("%w: %s", ErrTaskCycle, strings.Join(names, " -> "))
 }
 
-// buildLimits gives every non-empty node and every semaphore a limit and
-// lists each task's limits, node first, then semaphores by name.
+// buildLimits gives every Limit of the walk its state, with the smallest
+// count any task gives it, and lists each task's limits in kind and name
+// order.
 func (wk *walk) buildLimits() error {
-	perNode := wk.w.PerNode
-	if perNode <= 0 {
-		perNode = 1
-	}
-	byName := map[string]int32{}
-	add := func(key string, capacity int) int32 {
-		if l, ok := byName[key]; ok {
-			wk.limits[l].capacity = min(wk.limits[l].capacity, capacity)
-			return l
-		}
-		wk.limits = append(wk.limits, limit{capacity: capacity})
-		byName[key] = int32(len(wk.limits) - 1)
-		return int32(len(wk.limits) - 1)
-	}
-	type sema struct {
-		name  string
-		count int
-	}
-	var semas []sema
+	// By kind, then name: a map keyed by a string alone hashes faster.
+	byKind := map[LimitKind]map[string]int32{}
+	var sorted []Limit // one task's limits, reused: the tasks are not the walker's to modify
 	wk.limOff = make([]int32, len(wk.tasks)+1)
 	for k, t := range wk.tasks {
-		if t.Node != "" {
-			// The prefix keeps node and semaphore names apart.
-			wk.limOf = append(wk.limOf, add("node\x00"+t.Node, perNode))
-		}
-		semas = semas[:0]
-		for _, s := range t.Sema {
-			name, count, ok := parseSema(s)
+		sorted = append(sorted[:0], t.Limits...)
+		slices.SortFunc(sorted, Limit.compare)
+		for i, l := range sorted {
+			if l.Count < 1 {
+				return fmt.Errorf("%w: task %q has %s with a count of %d: want at least 1", ErrBadLimit, t.ID, l, l.Count)
+			}
+			if i > 0 && sorted[i-1].compare(l) == 0 {
+				return fmt.Errorf("%w: task %q names %s twice", ErrBadLimit, t.ID, l)
+			}
+			byName := byKind[l.Kind]
+			if byName == nil {
+				byName = map[string]int32{}
+				byKind[l.Kind] = byName
+			}
+			id, ok := byName[l.Name]
 			if !ok {
-				return fmt.Errorf("%w: task %q has semaphore %q: want name:count with a count of at least 1", ErrBadSema, t.ID, s)
+				id = int32(len(wk.limits))
+				wk.limits = append(wk.limits, limit{capacity: l.Count})
+				byName[l.Name] = id
 			}
-			semas = append(semas, sema{name, count})
-		}
-		slices.SortFunc(semas, func(a, b sema) int { return strings.Compare(a.name, b.name) })
-		for i, s := range semas {
-			if i > 0 && semas[i-1].name == s.name {
-				return fmt.Errorf("%w: task %q names semaphore %q twice", ErrBadSema, t.ID, s.name)
-			}
-			wk.limOf = append(wk.limOf, add("sema\x00"+s.name, s.count))
+			wk.limits[id].capacity = min(wk.limits[id].capacity, l.Count)
+			wk.limOf = append(wk.limOf, id)
 		}
 		wk.limOff[k+1] = int32(len(wk.limOf))
 	}
 	return nil
-}
-
-func parseSema(s string) (name string, count int, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i <= 0 {
-		return "", 0, false
-	}
-	count, err := strconv.Atoi(s[i+1:])
-	if err != nil || count < 1 {
-		return "", 0, false
-	}
-	return s[:i], count, true
 }
 
 // restore applies the recorded states: finished tasks count as finished
@@ -648,7 +668,7 @@ func (wk *walk) loop(ctx context.Context, stop <-chan struct{}) error {
 				return nil
 			}
 			// Unreachable while the walker is correct: report rather than hang.
-			return fmt.Errorf("orch: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
+			return fmt.Errorf("walk: internal error: walk stalled with %d tasks unfinished and none running", wk.left)
 		}
 		if wk.w.Sync != nil {
 			wk.w.Sync()
@@ -701,8 +721,8 @@ func (wk *walk) decideTask(k int32) {
 			wk.finish(k, State{Status: StatusSkipped, Reason: upstreamPrefix + root})
 			return
 		}
-		if e := &t.In[j]; e.React && !triggered {
-			triggered = wk.matches(p, e.Event)
+		if on := t.In[j].On; on != 0 && !triggered {
+			triggered = wk.fires(p, on)
 		}
 	}
 	if t.Reactive && !triggered {
@@ -712,34 +732,21 @@ func (wk *walk) decideTask(k int32) {
 	wk.ready.push(k)
 }
 
-// matches reports whether the event of a react edge from task p happened:
-// in p's own result or in that of one of p's earlier instances.
-func (wk *walk) matches(p int32, ev events.Event) bool {
-	if r, ok := resultOf(wk.states[p].Status); ok && ev.Matches(r) {
+// fires reports whether an edge from task p with predicate on triggers its
+// task: on holds p's own final status or that of one of p's earlier
+// instances.
+func (wk *walk) fires(p int32, on Trigger) bool {
+	if on.Has(wk.states[p].Status) {
 		return true
 	}
 	if wk.earlier != nil {
 		for _, q := range wk.earlier[p] {
-			if r, ok := resultOf(wk.states[q].Status); ok && ev.Matches(r) {
+			if on.Has(wk.states[q].Status) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// resultOf is the event source of a finished predecessor; a task that did
-// not run emits nothing.
-func resultOf(s Status) (events.Result, bool) {
-	switch s {
-	case StatusSuccess:
-		return events.ResultChanged, true
-	case StatusNoop:
-		return events.ResultOK, true
-	case StatusError:
-		return events.ResultFailed, true
-	}
-	return 0, false
 }
 
 // startReady starts ready tasks, heaviest first, while Concurrency allows.
