@@ -117,16 +117,14 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	if locks != nil {
-		// A shared store: the plan's lease says, to every machine, that
-		// this process runs it, for as long as it renews it.
-		defer locks.Close()
-		unlock, err := r.takePlan(ctx, stop, sdb, locks)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer func() { _ = unlock() }()
+	defer locks.Close()
+	// The plan's claim: on a shared store a lease that says, to every
+	// machine, that this process runs it, for as long as it renews it.
+	unlock, err := r.takePlan(ctx, stop, sdb, locks)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer func() { _ = unlock() }()
 
 	var (
 		rec      *Record
@@ -141,7 +139,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if rec, err = Load(tx, r.UID); err != nil {
 			return err
 		}
-		if err := claim(tx, r.UID, r.Now(), token, locks != nil); err != nil {
+		if err := claim(tx, r.UID, r.Now(), token, locks.Leased()); err != nil {
 			return err
 		}
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
@@ -197,13 +195,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	defer kill()
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, kill: kill,
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
+		edits: edits, external: map[string]string{}, locks: newResLocker(locks), planGroups: grouped}
 	defer ex.locks.close()
-	if locks != nil {
-		watching := make(chan struct{})
-		defer close(watching)
-		go ex.watchLease(locks, watching)
-	}
+	watching := make(chan struct{})
+	defer close(watching)
+	go ex.watchLease(locks, watching)
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
 	for _, info := range infos {
