@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/store/bolt"
 )
 
@@ -17,7 +18,7 @@ func TestRunKeepsOneLockFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path, uid := benchStore(t, "independent", 20, dir, map[string]any{"dir": t.TempDir()})
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,8 @@ var ErrRunning = errors.New("plan is already being run")
 //     solar commands can use it between tasks; "orch stop" from another
 //     terminal is seen at the next write.
 type Runner struct {
-	Path        string // the store file
-	UID         string // a resolved plan uid
+	Store       *store.Handle // the store the plan lives in
+	UID         string        // a resolved plan uid
 	Concurrency int
 	PerNode     int
 	Shell       *handler.Shell
@@ -113,7 +113,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	// The attempts' private dirs are removed behind them: gone when Run returns.
 	defer handler.Settle()
 	token := newToken()
-	locks, err := store.OpenLocks(r.Path, store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
+	locks, err := r.Store.OpenLocks(store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,7 +269,7 @@ func (r *Runner) openStore() (sdb *sharedDB, done func()) {
 	if r.Idle == 0 {
 		r.Idle = 20 * time.Millisecond
 	}
-	sdb = &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
+	sdb = &sharedDB{store: r.Store, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	return sdb, func() {
 		sdb.Close()
 		if r.transport != nil {
