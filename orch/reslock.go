@@ -46,7 +46,7 @@ type runLocks struct {
 func (l *runLocks) lock(ctx context.Context, resource string, limits []sharedLimit) (func() error, error) {
 	// The resource first, then the limits in name order: every run takes
 	// them in one order, so two runs never wait for each other in a ring.
-	u, err := l.wait(ctx, resource, 0, "resource lock of "+resource)
+	u, err := l.wait(ctx, resource, 0)
 	if err != nil || len(limits) == 0 {
 		return u, err
 	}
@@ -59,7 +59,7 @@ func (l *runLocks) lock(ctx context.Context, resource string, limits []sharedLim
 	}
 	slices.SortFunc(limits, func(a, b sharedLimit) int { return strings.Compare(a.name, b.name) })
 	for _, lim := range limits {
-		u, err := l.wait(ctx, lim.name, lim.n, "a slot of "+lim.name)
+		u, err := l.wait(ctx, lim.name, lim.n)
 		if err != nil {
 			_ = release()
 			return nil, err
@@ -72,7 +72,7 @@ func (l *runLocks) lock(ctx context.Context, resource string, limits []sharedLim
 // wait takes the lock of resource name (n zero) or a slot of the limit
 // name (n slots), looking again every lockPoll while it is held, until ctx
 // is done.
-func (l *runLocks) wait(ctx context.Context, name string, n int, what string) (func() error, error) {
+func (l *runLocks) wait(ctx context.Context, name string, n int) (func() error, error) {
 	for {
 		var (
 			unlock func() error
@@ -84,8 +84,11 @@ func (l *runLocks) wait(ctx context.Context, name string, n int, what string) (f
 		} else {
 			unlock, ok, err = l.locks.TrySlot(name, n)
 		}
+		if err != nil && n == 0 {
+			return nil, fmt.Errorf("resource lock of %s: %w", name, err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("a slot of %s: %w", name, err)
 		}
 		if ok {
 			return unlock, nil
