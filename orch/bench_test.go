@@ -73,7 +73,7 @@ func benchStoreAt(b testing.TB, path, shape string, n int, baseDir string, value
 func runBench(b *testing.B, path, uid string, n int) map[string]State {
 	b.Helper()
 	defer TuneGC(n, os.Getenv)()
-	r := &Runner{Path: path, UID: uid, Concurrency: 10, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 10, PerNode: 1}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
 		b.Fatal(err)

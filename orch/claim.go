@@ -22,15 +22,17 @@ import (
 // plan's runner record (pid, host, start, a random token) in the
 // transaction that starts the run. Whether that runner still lives is
 // asked of the store where it can tell across machines, and of the kernel
-// otherwise (a bbolt file is run from its own machine). On PostgreSQL the
-// runner holds a lease named after the plan (store.Locks): it expires on
-// the database's clock unless the runner renews it, so no other runner
-// takes the plan (or one of its tasks' resource locks, leases too) while
-// it lives, however its database sessions end. A runner that cannot renew
-// its leases before its own deadline kills its running tasks, before the
-// leases expire, and stops (watchLease). Every write of the run checks
-// that the record still carries its token (fence), so a runner that lost
-// its claim to another can never write again.
+// otherwise (a bbolt file is run from its own machine). Before it, the
+// runner takes the plan's claim (store.Locks.TryClaim). On PostgreSQL the
+// claim is a lease (store.Locks.Leased): it expires on the database's
+// clock unless the runner renews it, so no other runner takes the plan (or
+// one of its tasks' resource locks, leases too) while it lives, however
+// its database sessions end. On a bbolt file every runner is granted it,
+// and the record, written under the file's lock, decides. A runner that
+// cannot renew its leases before its own deadline kills its running tasks,
+// before the leases expire, and stops (watchLease). Every write of the
+// run checks that the record still carries its token (fence), so a runner
+// that lost its claim to another can never write again.
 
 // ErrLostClaim means another process took over the plan while this runner
 // still ran it.
@@ -42,9 +44,6 @@ type runnerRecord struct {
 	Started time.Time `json:"started"`
 	Token   string    `json:"token,omitempty"`
 }
-
-// planLock names the store lock a runner of plan uid holds.
-func planLock(uid string) string { return "plan/" + uid }
 
 // hostname is this machine's name, as runner records carry it.
 var hostname = func() string {
@@ -63,7 +62,8 @@ func newToken() string {
 
 // claim records this process as the plan's runner, refusing when another
 // live process already is. locked means this process holds the plan's
-// store lock: whoever the record names is then gone.
+// claim, and that it excludes every other (store.Locks.Leased): whoever the
+// record names is then gone.
 func claim(tx *store.Tx, uid string, now time.Time, token string, locked bool) error {
 	if !locked {
 		if rr, ok := liveRunner(tx, uid); ok && !rr.mine() {
@@ -117,7 +117,7 @@ func liveRunner(tx *store.Tx, uid string) (runnerRecord, bool) {
 	if err != nil || json.Unmarshal(raw, &rr) != nil {
 		return runnerRecord{}, false
 	}
-	if held, known := tx.LockHeld(planLock(uid)); known {
+	if held, known := tx.ClaimHeld(uid); known {
 		if !held {
 			return runnerRecord{}, false
 		}
@@ -146,7 +146,7 @@ func alive(pid int) bool {
 	return true
 }
 
-// claimedElsewhere is the error of a run whose plan lock another process
+// claimedElsewhere is the error of a run whose plan claim another process
 // holds.
 func (r *Runner) claimedElsewhere(sdb *sharedDB) error {
 	var rr runnerRecord
@@ -189,21 +189,22 @@ const staleLease = 3 * time.Second
 // leasePoll is how often a runner waiting for another's lease looks again.
 const leasePoll = 250 * time.Millisecond
 
-// takePlan takes the plan's lease. A runner of this machine that is gone
-// leaves it at once. Another holder is watched: one seen renewing its lease
-// lives, and is refused; one silent for staleLease (dead, or cut off from
-// the store, on another machine) is waited for until its lease expires on
-// the store's clock, since it kills its tasks before then. stop or ctx
-// ends the wait.
+// takePlan takes the plan's claim: on a store whose claims are leases, a
+// runner of this machine that is gone leaves it at once. Another holder is
+// watched: one seen renewing its lease lives, and is refused; one silent
+// for staleLease (dead, or cut off from the store, on another machine) is
+// waited for until its lease expires on the store's clock, since it kills
+// its tasks before then. stop or ctx ends the wait. Where claims are not
+// leases it is granted at once (see claim).
 func (r *Runner) takePlan(ctx context.Context, stop <-chan struct{}, sdb *sharedDB, locks store.Locks) (unlock func() error, err error) {
 	told := false
 	silent := time.Duration(-1) // as last seen; -1: not seen
 	for {
-		unlock, ok, err := locks.TryLock(planLock(r.UID))
+		unlock, ok, err := locks.TryClaim(r.UID)
 		if err != nil || ok {
 			return unlock, err
 		}
-		h, held, err := locks.Holder(planLock(r.UID))
+		h, held, err := locks.ClaimHolder(r.UID)
 		if err != nil {
 			return nil, err
 		}
@@ -229,8 +230,8 @@ func (r *Runner) takePlan(ctx context.Context, stop <-chan struct{}, sdb *shared
 }
 
 // watchLease kills the run's tasks, as orch stop --kill does, when the run
-// loses its leases (until done is closed). The run then stops with
-// lostLease's error.
+// loses its leases (until done is closed); locks that are not leases are
+// never lost. The run then stops with lostLease's error.
 func (ex *execution) watchLease(locks store.Locks, done <-chan struct{}) {
 	select {
 	case <-done:

@@ -35,7 +35,7 @@ func TestRunnerFencedAfterLosingItsClaim(t *testing.T) {
 	path, uid := benchStore(t, "chain", 3, base, map[string]any{"dir": work})
 	done := make(chan error, 1)
 	go func() {
-		r := &Runner{Path: path, UID: uid, Concurrency: 1, PerNode: 1}
+		r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 1, PerNode: 1}
 		_, _, err := r.Run(context.Background(), nil)
 		done <- err
 	}()

@@ -55,7 +55,7 @@ func TestRunnerRestagesChangeMadeWhileRunning(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		r := &Runner{Path: path, UID: uid, Concurrency: 1, PerNode: 1}
+		r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 1, PerNode: 1}
 		_, _, err := r.Run(context.Background(), nil)
 		done <- err
 	}()

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/solarops/solar/internal/pgtest"
+	"github.com/solarops/solar/store"
 )
 
 // TestRunWaitsForAConnectionSlot: mid-run, another client takes every
@@ -69,7 +70,7 @@ echo "$SOLAR_RESOURCE" >> "$SOLAR_INPUT_DIR/runs.log"
 	}
 	done := make(chan result, 1)
 	go func() {
-		r := &Runner{Path: u, UID: uid, Concurrency: 4, PerNode: 4}
+		r := &Runner{Store: store.NewHandle(u), UID: uid, Concurrency: 4, PerNode: 4}
 		_, states, err := r.Run(ctx, nil)
 		done <- result{states, err}
 	}()

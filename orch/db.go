@@ -20,11 +20,11 @@ var commitJournal = true
 // closes for a moment, since that process polls the file lock and would
 // otherwise wait for the whole burst. Staying open matters: closing folds
 // the journal into the file (two more fsyncs) and costs a PostgreSQL
-// backend a new connection. A backend shared without a file lock
-// (PostgreSQL) never asks to be let go; other processes write beside the
+// backend a new connection. A shared store (store.Handle.Shared:
+// PostgreSQL) never asks to be let go; other processes write beside the
 // runner, so every acquire counts as a new open (see acquireCounted).
 type sharedDB struct {
-	path     string
+	store    *store.Handle
 	lockWait time.Duration
 	idle     time.Duration
 	yield    time.Duration
@@ -83,7 +83,7 @@ func (s *sharedDB) acquireCounted() (*store.DB, uint64, error) {
 		time.Sleep(60 * time.Millisecond)
 	}
 	if s.db == nil {
-		db, err := store.Open(s.path, store.Options{LockWait: s.lockWait, Journal: commitJournal})
+		db, err := s.store.Open(store.Options{LockWait: s.lockWait, Journal: commitJournal})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -143,7 +143,7 @@ func (s *sharedDB) closeLocked() {
 
 // shared reports whether other processes may write beside the runner
 // while it has the store open (a PostgreSQL store).
-func (s *sharedDB) shared() bool { return store.IsURL(s.path) }
+func (s *sharedDB) shared() bool { return s.store.Shared() }
 
 // Update runs fn in one write transaction, after the fence, if set.
 func (s *sharedDB) Update(fn func(*store.Tx) error) error {

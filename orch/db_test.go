@@ -5,13 +5,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/solarops/solar/store"
 )
 
 // TestWaitingNow checks that the runner notices a process waiting for the
 // store, looking no more often than every waitLook.
 func TestWaitingNow(t *testing.T) {
 	path, _ := chain4(t)
-	s := &sharedDB{path: path, lockWait: time.Second, idle: time.Hour, yield: time.Hour}
+	s := &sharedDB{store: store.NewHandle(path), lockWait: time.Second, idle: time.Hour, yield: time.Hour}
 	defer s.Close()
 	if _, err := s.acquire(); err != nil {
 		t.Fatal(err)

@@ -2,23 +2,33 @@ package orch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/solarops/solar/store"
 )
 
-// namedLocks is a store.Locks that grants every lock and records the names
-// asked for, in order.
+// namedLocks is a store.Locks that grants every lock and records what was
+// asked for, in order: a resource's lock, or a slot of a limit and how many
+// slots it has.
 type namedLocks struct{ names []string }
 
 func (l *namedLocks) TryLock(name string) (func() error, bool, error) {
-	l.names = append(l.names, name)
+	l.names = append(l.names, "resource/"+name)
 	return func() error { return nil }, true, nil
 }
-func (l *namedLocks) Holder(string) (store.LockHolder, bool, error) {
+func (l *namedLocks) TrySlot(name string, n int) (func() error, bool, error) {
+	l.names = append(l.names, fmt.Sprintf("slot/%s of %d", name, n))
+	return func() error { return nil }, true, nil
+}
+func (l *namedLocks) TryClaim(string) (func() error, bool, error) {
+	return func() error { return nil }, true, nil
+}
+func (l *namedLocks) ClaimHolder(string) (store.LockHolder, bool, error) {
 	return store.LockHolder{}, false, nil
 }
+func (l *namedLocks) Leased() bool          { return true }
 func (l *namedLocks) Lost() <-chan struct{} { return nil }
 func (l *namedLocks) Err() error            { return nil }
 func (l *namedLocks) Close() error          { return nil }
@@ -37,13 +47,13 @@ func TestSharedLockNamesOfLimits(t *testing.T) {
 	before := slices.Clone(task.Limits)
 	ex := &execution{}
 	fake := &namedLocks{}
-	locks := &sharedResLocks{locks: fake, held: map[string]bool{}}
+	locks := newResLocker(fake)
 	unlock, err := locks.lock(context.Background(), "r", ex.limits(task))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock()
-	want := []string{"resource/r", "slot/node/n1/0", "slot/sema/db/0", "slot/sema/zz/0"}
+	_ = unlock()
+	want := []string{"resource/r", "slot/node/n1 of 2", "slot/sema/db of 2", "slot/sema/zz of 1"}
 	if !slices.Equal(fake.names, want) {
 		t.Errorf("locks taken %q, want %q", fake.names, want)
 	}

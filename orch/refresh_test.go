@@ -84,7 +84,7 @@ func TestRefreshFollowsEveryInstance(t *testing.T) {
 	}
 	outcomes := map[string]string{"k": "changed", "ha": "changed-once", "gc": "changed", "mon": "fail"}
 	path, uid, _ := probeStack(t, outcomes, []string{"k"}, rules...)
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestRefreshFollowsEveryInstance(t *testing.T) {
 func TestRefreshCommittedWhenSubscriberSucceeds(t *testing.T) {
 	outcomes := map[string]string{"k": "changed", "ha": "changed", "gc": "ok", "mon": "ok"}
 	path, uid, _ := probeStack(t, outcomes, []string{"k"}, "on k.run changed ha.run")
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1}
 	if _, _, err := r.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func BenchmarkRemote(b *testing.B) {
 					path, uid := remoteStore(b, servers[:tt.nodes], ssh, tt.n, tt.chain, dir)
 					b.StartTimer()
 					start := time.Now()
-					r := &Runner{Path: path, UID: uid, Concurrency: 4 * tt.nodes, PerNode: 4}
+					r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4 * tt.nodes, PerNode: 4}
 					_, states, err := r.Run(context.Background(), nil)
 					if err != nil {
 						b.Fatal(err)

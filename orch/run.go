@@ -31,8 +31,8 @@ var ErrRunning = errors.New("plan is already being run")
 //     solar commands can use it between tasks; "orch stop" from another
 //     terminal is seen at the next write.
 type Runner struct {
-	Path        string // the store file
-	UID         string // a resolved plan uid
+	Store       *store.Handle // the store the plan lives in
+	UID         string        // a resolved plan uid
 	Concurrency int
 	PerNode     int
 	Shell       *handler.Shell
@@ -114,20 +114,18 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	// The attempts' private dirs are removed behind them: gone when Run returns.
 	defer r.settle()
 	token := newToken()
-	locks, err := store.OpenLocks(r.Path, store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
+	locks, err := r.Store.OpenLocks(store.LockOptions{TTL: r.LeaseTTL, Reserve: r.leaseReserve()})
 	if err != nil {
 		return nil, nil, err
 	}
-	if locks != nil {
-		// A shared store: the plan's lease says, to every machine, that
-		// this process runs it, for as long as it renews it.
-		defer locks.Close()
-		unlock, err := r.takePlan(ctx, stop, sdb, locks)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer func() { _ = unlock() }()
+	defer locks.Close()
+	// The plan's claim: on a shared store a lease that says, to every
+	// machine, that this process runs it, for as long as it renews it.
+	unlock, err := r.takePlan(ctx, stop, sdb, locks)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer func() { _ = unlock() }()
 
 	var (
 		rec      *Record
@@ -142,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if rec, err = Load(tx, r.UID); err != nil {
 			return err
 		}
-		if err := claim(tx, r.UID, r.Now(), token, locks != nil); err != nil {
+		if err := claim(tx, r.UID, r.Now(), token, locks.Leased()); err != nil {
 			return err
 		}
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
@@ -198,13 +196,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	defer kill()
 	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, kill: kill,
 		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
+		edits: edits, external: map[string]string{}, locks: newResLocker(locks), planGroups: grouped}
 	defer ex.locks.close()
-	if locks != nil {
-		watching := make(chan struct{})
-		defer close(watching)
-		go ex.watchLease(locks, watching)
-	}
+	watching := make(chan struct{})
+	defer close(watching)
+	go ex.watchLease(locks, watching)
 	_, ex.opens, _ = sdb.acquireCounted()
 	sdb.release()
 	for _, info := range infos {
@@ -277,7 +273,7 @@ func (r *Runner) openStore() (sdb *sharedDB, done func()) {
 	if r.Idle == 0 {
 		r.Idle = 20 * time.Millisecond
 	}
-	sdb = &sharedDB{path: r.Path, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
+	sdb = &sharedDB{store: r.Store, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	return sdb, func() {
 		sdb.Close()
 		if r.transport != nil {

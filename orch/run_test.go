@@ -178,7 +178,7 @@ func succeeded(s Status) bool { return s == StatusSuccess || s == StatusNoop }
 func TestRunnerCommitsWithTheTaskState(t *testing.T) {
 	path, uid := chain4(t)
 	tr := &transitions{pause: 80 * time.Millisecond}
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Idle: time.Millisecond, Progress: tr.progress}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1, Idle: time.Millisecond, Progress: tr.progress}
 
 	done := make(chan struct{})
 	var (
@@ -304,7 +304,7 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 	})
 
 	tr := &transitions{}
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("Run after a crash: %v", err)
@@ -400,7 +400,7 @@ func TestRunnerClaim(t *testing.T) {
 			tt.end(t, other)
 
 			tr := &transitions{}
-			r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
+			r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1, Progress: tr.progress}
 			_, _, err := r.Run(context.Background(), nil)
 			if !tt.wantRunning {
 				if err != nil {
@@ -505,7 +505,7 @@ func TestRunnerRemovesAttemptRecords(t *testing.T) {
 		}
 		return tx.Put(store.Plans, groupKey(uid, "n2.run#0"), raw)
 	})
-	r := &Runner{Path: path, UID: uid, Concurrency: 2, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 2, PerNode: 1}
 	if _, _, err := r.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +653,7 @@ func TestRunnerPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuse := errors.New("refused by the command")
-	_, _, err = (&Runner{Path: path, UID: uid, Concurrency: 1, Shell: &handler.Shell{TempDir: tmp},
+	_, _, err = (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 1, Shell: &handler.Shell{TempDir: tmp},
 		Prepare: func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error) {
 			if len(states) != 2 || rec.UID != uid {
 				t.Errorf("Prepare got %d states of plan %s, want 2 of %s", len(states), rec.UID, uid)
@@ -677,7 +677,7 @@ func TestRunnerPrepare(t *testing.T) {
 	// The states Prepare returns are the run's starting point: a task it
 	// reports finished does not run.
 	var started []string
-	_, states, err := (&Runner{Path: path, UID: uid, Concurrency: 1,
+	_, states, err := (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 1,
 		Prepare: func(tx *store.Tx, rec *Record, states map[string]State) (map[string]State, error) {
 			states["a.run#0"] = State{Status: StatusSkipped, Reason: ReasonFiltered}
 			return states, nil
@@ -815,7 +815,7 @@ func TestWriteBehind(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}
-	_, states, err := (&Runner{Path: path, UID: uid, Concurrency: 4, Progress: tr.progress}).Run(context.Background(), nil)
+	_, states, err := (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, Progress: tr.progress}).Run(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -861,7 +861,7 @@ func TestWriteBehindFails(t *testing.T) {
 		}
 		return nil
 	}
-	_, _, err := (&Runner{Path: path, UID: uid, Concurrency: 4}).Run(context.Background(), nil)
+	_, _, err := (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4}).Run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("Run: %v; want the write behind's error", err)
 	}
@@ -884,7 +884,7 @@ func TestWriteBehindFails(t *testing.T) {
 		return nil
 	})
 	// Resume finishes the plan.
-	if _, states, err := (&Runner{Path: path, UID: uid, Concurrency: 4}).Run(context.Background(), nil); err != nil {
+	if _, states, err := (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4}).Run(context.Background(), nil); err != nil {
 		t.Fatalf("resume: %v", err)
 	} else if states[ids[len(ids)-1]].Status != StatusNoop {
 		t.Errorf("after resume the last task is %s", states[ids[len(ids)-1]].Status)
@@ -937,7 +937,7 @@ func runsLogged(t *testing.T, dir string) []string {
 func TestDependentWaitsForSync(t *testing.T) {
 	path, uid, dir := shellChain(t, 3)
 	hold := heldSyncs(t)
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1}
 	ran := make(chan error, 1)
 	var states map[string]State
 	go func() {
@@ -993,7 +993,7 @@ func TestDependentNotStartedWhenSyncFails(t *testing.T) {
 			}
 		}
 	}()
-	r := &Runner{Path: path, UID: uid, Concurrency: 4, PerNode: 1}
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 4, PerNode: 1}
 	_, states, err := r.Run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1033,7 +1033,7 @@ func TestRunDropsTheEdgesOfItsOwnRecord(t *testing.T) {
 	if n := len(load().Plan.Edges); n != 3 {
 		t.Fatalf("the plan has %d edges, want 3", n)
 	}
-	rec, _, err := (&Runner{Path: path, UID: uid, Concurrency: 1}).Run(context.Background(), nil)
+	rec, _, err := (&Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 1}).Run(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,4 +17,8 @@
 //     one that looks like a URL or a connection string but is neither
 //     (CheckLocation) is refused with ErrBadLocation, and no error or
 //     Redact shows its password.
+//   - Every backend has Locks (resource locks, slots, plan claims; see
+//     kv.Locks for what each shares). A long-lived process is given a
+//     Handle, which opens the store and its locks and says whether others
+//     write beside it (Shared), so that it never asks which backend it has.
 package store

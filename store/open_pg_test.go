@@ -26,8 +26,8 @@ func TestOpenURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.View(func(tx *store.Tx) error {
-		if held, known := tx.LockHeld("plan/x"); !known || held {
-			t.Errorf("LockHeld of a free lock = %v, known %v", held, known)
+		if held, known := tx.ClaimHeld("x"); !known || held {
+			t.Errorf("ClaimHeld of a free claim = %v, known %v", held, known)
 		}
 		v, err := tx.Get(store.Resources, "r")
 		if string(v) != "x" {
@@ -42,14 +42,14 @@ func TestOpenURL(t *testing.T) {
 		t.Fatalf("OpenLocks of a URL: %v %v", locks, err)
 	}
 	defer locks.Close()
-	unlock, ok, err := locks.TryLock("plan/x")
+	unlock, ok, err := locks.TryClaim("x")
 	if err != nil || !ok {
-		t.Fatalf("TryLock: %v %v", ok, err)
+		t.Fatalf("TryClaim: %v %v", ok, err)
 	}
 	defer unlock()
 	_ = db.View(func(tx *store.Tx) error {
-		if held, _ := tx.LockHeld("plan/x"); !held {
-			t.Error("LockHeld does not see the lock of OpenLocks")
+		if held, _ := tx.ClaimHeld("x"); !held {
+			t.Error("ClaimHeld does not see the claim of OpenLocks")
 		}
 		return nil
 	})

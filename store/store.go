@@ -296,17 +296,18 @@ func (t *Tx) Prefetch(keys ...Key) error {
 	return nil
 }
 
-// LockHeld reports whether some process holds the store lock name (see
-// OpenLocks); known is false when the backend cannot tell (bbolt: its
-// processes share a machine, and pids tell).
-func (t *Tx) LockHeld(name string) (held, known bool) {
+// ClaimHeld reports whether some process holds the claim called name
+// (Locks.TryClaim); known is false when the backend cannot tell (bbolt:
+// its claims are granted to all, its processes share a machine, and the
+// pid a runner records tells).
+func (t *Tx) ClaimHeld(name string) (held, known bool) {
 	l, ok := t.t.(interface {
-		LockHeld(name string) (bool, error)
+		ClaimHeld(name string) (bool, error)
 	})
 	if !ok {
 		return false, false
 	}
-	held, err := l.LockHeld(name)
+	held, err := l.ClaimHeld(name)
 	return held, err == nil
 }
 
@@ -322,33 +323,25 @@ func SeqKey(n uint64) string {
 	return string(b[:])
 }
 
-// Locks are named locks every process using a shared store sees. Each is
-// a lease (store/pg): it expires on the store's clock unless its holder
-// renews it, which Locks does on its own, so that no lock outlives its
-// holder for more than the lease time, and none ends with a database
-// session while its holder lives.
-type Locks interface {
-	// TryLock takes the lock without waiting; ok is false when another
-	// holder has it.
-	TryLock(name string) (unlock func() error, ok bool, err error)
-	// Holder says who holds the lock now, if anyone does.
-	Holder(name string) (h LockHolder, held bool, err error)
-	// Lost is closed when the holder could not renew its locks before
-	// its deadline (LockOptions), or found one taken: what it does under
-	// them must stop at once. Err then wraps ErrLeaseLost and says why.
-	Lost() <-chan struct{}
-	Err() error
-	Close() error
-}
+// Locks are the locks between the processes that use one store (kv.Locks):
+// resource locks, slots of counted limits and plan claims. On PostgreSQL
+// each is a lease (store/pg) that expires on the store's clock unless its
+// holder renews it, which Locks does on its own, so that no lock outlives
+// its holder for more than the lease time, and none ends with a database
+// session while its holder lives. On a bbolt file, whose processes share
+// one machine, resource locks are the kernel's (store/bolt), and slots
+// and claims are granted to all: see kv.Locks.
+type Locks = kv.Locks
 
 // LockHolder describes the holder of a lock: its host and pid, the time
 // left until its lease expires and the time since it renewed it, on the
 // store's clock.
-type LockHolder = pg.Holder
+type LockHolder = kv.LockHolder
 
 // LockOptions say how long a lock's lease lasts (TTL; zero is
 // DefaultLeaseTTL) and how long before it expires its holder gives it up
-// (Reserve: the time it needs to stop what it does under it).
+// (Reserve: the time it needs to stop what it does under it). A bbolt
+// file's locks, which are not leases, need none.
 type LockOptions = pg.LeaseOptions
 
 // DefaultLeaseTTL is the lease time of Locks when LockOptions.TTL is zero.
@@ -361,18 +354,17 @@ func MinLeaseTTL(reserve time.Duration) time.Duration { return pg.MinLeaseTTL(re
 // ErrLeaseLost is the error of Locks that lost their leases.
 var ErrLeaseLost = kv.ErrLeaseLost
 
-// OpenLocks opens the store's lock session. It returns nil for a bbolt
-// file, whose processes share one machine: the runner uses pids and file
-// locks there, which the kernel drops when their holder dies and no
-// database session can lose.
+// OpenLocks opens a lock client of the store at location: a lock session
+// of a PostgreSQL store, or the lock file of a bbolt file
+// (<store>.locks/resources, made on first use).
 func OpenLocks(location string, opts LockOptions) (Locks, error) {
 	if err := CheckLocation(location); err != nil {
 		return nil, err
 	}
 	if !IsURL(location) {
-		return nil, nil
+		return bolt.OpenLocks(location), nil
 	}
-	l, err := pg.OpenLocks(location, pg.Options{
+	l, err := pg.OpenStoreLocks(location, pg.Options{
 		Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
 	}, opts)
 	if err != nil {

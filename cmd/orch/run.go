@@ -223,7 +223,7 @@ func runRun(opts *RunOptions) error {
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Path: path, UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
 		LeaseTTL: ttl, Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)

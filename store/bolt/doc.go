@@ -2,5 +2,6 @@
 // bbolt file, one bucket per store bucket, and a lock between processes (the
 // file's flock). A runner may open it with a journal (journal.go), which
 // makes each of its commits one fdatasync of an append-only file instead of
-// bbolt's two.
+// bbolt's two. Its runs' resource locks are bytes of a lock file beside it
+// (locks.go, kv.Locks).
 package bolt

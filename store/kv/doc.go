@@ -14,4 +14,7 @@
 //   - NextSequence is strictly increasing per bucket and survives restarts.
 //   - A record or file that is not what solar wrote is an error wrapping
 //     ErrDamaged, never a panic.
+//
+// Every backend also keeps the locks between the processes that use one
+// store (Locks, locks.go), which kvtest.RunLocks checks with two clients.
 package kv

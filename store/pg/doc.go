@@ -33,7 +33,8 @@
 // locks as leases (lease.go): rows that expire on the database's clock
 // unless their holder renews them, which no end of a database session
 // releases, and whose holder learns (Locks.Lost) when it could not renew
-// them in time.
+// them in time. StoreLocks is a lock session as kv.Locks, the runner's
+// resource locks, slots and plan claims (kvtest.RunLocks checks it).
 //
 // # Secrets
 //

@@ -112,14 +112,9 @@ func (e *LeaseLostError) Unwrap() error { return kv.ErrLeaseLost }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Holder describes who holds a lease, as the database sees it now.
-type Holder struct {
-	Host string
-	PID  int
-	// Left is the time until the lease expires, and Silent the time since
-	// its holder last renewed it, both on the database's clock.
-	Left, Silent time.Duration
-}
+// Holder describes who holds a lease, as the database sees it now: Left
+// and Silent are on the database's clock.
+type Holder = kv.LockHolder
 
 // holder is a lease holder's identity: the token is the Locks's own; the
 // rest says which process, on which machine, holds it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/store/kv"
@@ -28,5 +29,18 @@ func TestConformance(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) func() (kv.Backend, error) {
 		u := newURL(t, db)
 		return func() (kv.Backend, error) { return pg.Open(u, opts()) }
+	})
+}
+
+func TestLocksConformance(t *testing.T) {
+	db := pgtest.Shared(t)
+	const ttl = 2 * time.Second
+	kvtest.RunLocks(t, kvtest.LocksFactory{
+		New: func(t *testing.T) func() (kv.Locks, error) {
+			u := newURL(t, db)
+			return func() (kv.Locks, error) { return pg.OpenStoreLocks(u, opts(), pg.LeaseOptions{TTL: ttl}) }
+		},
+		Crash:        pg.Crash,
+		ExpireWithin: ttl + 5*time.Second,
 	})
 }
