@@ -1,31 +1,26 @@
 package orch
 
 import (
-	"maps"
 	"time"
 
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 )
 
-// finalStates returns the task states as stored once the walk has ended
-// with states (its view) and walkErr. The store, not the walker's view,
-// decides: a task another command skipped stays skipped with its reason.
-// When the walk ended well and no command has skipped tasks since the
-// runner last looked, the store holds the walker's states and the skips it
-// saw, and is not read back (a third of a second at 100,000 tasks).
-func (ex *execution) finalStates(tx *store.Tx, states map[string]State, walkErr error) (map[string]State, error) {
-	if walkErr != nil || editCount(tx, ex.rec.UID) != ex.edits {
-		return States(tx, ex.rec)
+// begin records that task id starts, unless another command skipped it
+// since the runner last looked (see edit.go): then it returns the reason.
+// The store stays acquired from the look (control.skipped) to the
+// buffering of INPROGRESS, so no other process can write in between.
+func (ex *execution) begin(id string, st State) (string, error) {
+	db, opens, err := ex.sdb.acquireCounted()
+	if err != nil {
+		return "", err
 	}
-	if len(ex.external) == 0 {
-		return states, nil
+	defer ex.sdb.release()
+	if reason, skip, err := ex.ctl.skipped(db, opens, id); err != nil || skip {
+		return reason, err
 	}
-	final := maps.Clone(states)
-	for id, reason := range ex.external {
-		final[id] = State{Status: StatusSkipped, Reason: reason}
-	}
-	return final, nil
+	return "", ex.persist(id, st)
 }
 
 // persist records a state change. Final states of tasks with side effects
@@ -121,7 +116,7 @@ func (ex *execution) flushBehind() error {
 			if err := ex.write(tx, batch); err != nil {
 				return err
 			}
-			return ex.checkStop(tx)
+			return ex.ctl.checkStop(tx)
 		})
 		if err == nil {
 			ex.written(batch)
@@ -248,12 +243,11 @@ func (ex *execution) flush() error {
 			// On a shared store others write beside the run: look for
 			// their edits here, which spares begin a transaction of its
 			// own for the tasks that start next.
-			if err := ex.lookForEdits(tx); err != nil {
+			if err := ex.ctl.lookWhileWriting(tx); err != nil {
 				return err
 			}
-			ex.looked = time.Now()
 		}
-		return ex.checkStop(tx)
+		return ex.ctl.checkStop(tx)
 	})
 	if err == nil {
 		ex.written(batch)
@@ -339,7 +333,7 @@ func (ex *execution) flushOnClose(db *store.DB, closing bool) {
 		if err := ex.write(tx, batch); err != nil {
 			return err
 		}
-		return ex.checkStop(tx)
+		return ex.ctl.checkStop(tx)
 	})
 	if err == nil {
 		ex.written(batch)

@@ -195,16 +195,16 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, kill: kill,
-		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: newResLocker(r.Path, locks), planGroups: grouped}
+	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
+		effective: map[string]map[string]any{}, ctl: newControl(sdb, rec, r.Note, stop, kill, edits),
+		locks: newResLocker(r.Path, locks), planGroups: grouped}
 	defer ex.locks.close()
 	if locks != nil {
 		watching := make(chan struct{})
 		defer close(watching)
 		go ex.watchLease(locks, watching)
 	}
-	_, ex.opens, _ = sdb.acquireCounted()
+	_, ex.ctl.opens, _ = sdb.acquireCounted()
 	sdb.release()
 	for _, info := range infos {
 		if info.inputs != nil {
@@ -215,7 +215,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	sdb.mu.Lock()
 	sdb.beforeClose = ex.flushOnClose
 	sdb.mu.Unlock()
-	go ex.watchStop()
+	go ex.ctl.watchStop()
 	streamDone := make(chan struct{})
 	streamStopped := make(chan struct{})
 	go ex.streamLogs(streamDone, streamStopped)
@@ -228,8 +228,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	rec.Plan.Edges = nil
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
 		Begin: ex.begin, Sync: ex.syncLast, Progress: r.Progress, Now: r.Now}
-	states, walkErr := w.Walk(ctx, tasks, initial, ex.stopped)
-	ex.closeStop()
+	states, walkErr := w.Walk(ctx, tasks, initial, ex.ctl.stopped)
+	ex.ctl.closeStop()
 	close(streamDone)
 	<-streamStopped
 	if err := ex.waitBehind(); err != nil && walkErr == nil {
@@ -249,7 +249,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		if states == nil {
 			return nil
 		}
-		final, err := ex.finalStates(tx, states, walkErr)
+		final, err := ex.ctl.finalStates(tx, states, walkErr)
 		if err != nil {
 			return err
 		}
@@ -339,25 +339,13 @@ type execution struct {
 	groups     map[string]bool
 	planGroups bool
 
-	userStop <-chan struct{}
-	stopped  chan struct{}
-	stopOnce sync.Once
+	ctl *control // stop requests and live edits
 
 	logs  liveLogs
 	locks resLocker
 
-	// Seen only by the walker's goroutine (begin): how many times the
-	// store had been opened, and the plan's edit count, when the runner
-	// last looked; and the tasks other commands skipped, with the reason.
-	opens  uint64
-	looked time.Time // when flush last looked for edits (shared stores)
-
 	// stopLooked is when an idle flush last looked for a stop request
 	// (unix nanoseconds).
 	stopLooked atomic.Int64
-	kill       context.CancelFunc // kills running tasks: orch stop --kill
-	killing    atomic.Bool
 	leaseLost  atomic.Pointer[error] // why the run lost its leases (claim.go)
-	edits      uint64
-	external   map[string]string
 }

@@ -730,8 +730,8 @@ func TestFinalStates(t *testing.T) {
 			{"a walk that failed", edits, map[string]string{}, errors.New("persist failed"), ReasonFiltered},
 			{"no skip seen, none made since", edits, map[string]string{}, nil, ReasonStopped},
 		} {
-			ex := &execution{rec: rec, edits: tt.edits, external: tt.external}
-			got, err := ex.finalStates(tx, walked, tt.walkErr)
+			ctl := &control{rec: rec, edits: tt.edits, external: tt.external}
+			got, err := ctl.finalStates(tx, walked, tt.walkErr)
 			if err != nil {
 				return err
 			}
