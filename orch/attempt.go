@@ -43,7 +43,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		}
 		defer unlock()
 	}
-	gate := ex.gateOf(t)
+	gate := ex.led.gateOf(t)
 	var last error
 	attempts := 0
 	for attempt := 0; attempt <= info.retry; attempt++ {
@@ -57,9 +57,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		attempts++
 		var inputs map[string]any
 		if !info.noop {
-			ex.mu.Lock()
-			inputs = info.inputsFrom(ex.effective[info.node.Resource])
-			ex.mu.Unlock()
+			inputs = ex.led.inputs(info)
 		}
 		ex.logs.begin(t.ID, attempts)
 		res, err := info.handler.Run(ctx, handler.Request{
@@ -67,7 +65,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
-			Started: func(g handler.Group) { ex.recordGroup(t.ID, g) },
+			Started: func(g handler.Group) { ex.led.recordGroup(t.ID, g) },
 			Output:  func(l handler.Line) { ex.output(t.ID, l) },
 		})
 		ex.logs.end(t.ID)
@@ -78,10 +76,7 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			err = info.checkOutputs(res.Outputs)
 		}
 		if err == nil && !info.noop {
-			ex.mu.Lock()
-			ex.outputs[t.ID] = res.Outputs
-			ex.ran[t.ID] = inputs
-			ex.mu.Unlock()
+			ex.led.keepRan(t.ID, inputs, res.Outputs)
 		}
 		if err == nil {
 			return Outcome{Changed: res.Changed, Attempts: attempts}
@@ -136,12 +131,10 @@ func (ex *execution) output(task string, l handler.Line) {
 // next state change.
 func (ex *execution) keepLog(task string, attempt int, lines []handler.Line) {
 	uid := ex.rec.UID
-	ex.bufMu.Lock()
-	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error {
+	ex.led.later(func(tx *store.Tx) error {
 		// Even an attempt that printed nothing is on record (its end).
 		return finalLog(tx, uid, task, attempt, lines)
-	}})
-	ex.bufMu.Unlock()
+	})
 }
 
 // logEvery is how often the lines of running attempts reach the store.

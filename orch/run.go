@@ -3,7 +3,6 @@ package orch
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -195,9 +194,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{},
-		effective: map[string]map[string]any{}, ctl: newControl(sdb, rec, r.Note, stop, kill, edits),
-		locks: newResLocker(r.Path, locks), planGroups: grouped}
+	ctl := newControl(sdb, rec, r.Note, stop, kill, edits)
+	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, ctl: ctl, led: newLedger(sdb, r.UID, infos, r.Now, ctl, grouped),
+		locks: newResLocker(r.Path, locks)}
 	defer ex.locks.close()
 	if locks != nil {
 		watching := make(chan struct{})
@@ -206,14 +205,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	_, ex.ctl.opens, _ = sdb.acquireCounted()
 	sdb.release()
-	for _, info := range infos {
-		if info.inputs != nil {
-			ex.effective[info.node.Resource] = info.inputs
-		}
-	}
 	// The idle timer armed by the first transaction may fire at any time.
 	sdb.mu.Lock()
-	sdb.beforeClose = ex.flushOnClose
+	sdb.beforeClose = ex.led.flushOnClose
 	sdb.mu.Unlock()
 	go ex.ctl.watchStop()
 	streamDone := make(chan struct{})
@@ -226,18 +220,18 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	tasks := walkTasks(rec, infos)
 	lastLoaded.forget(rec)
 	rec.Plan.Edges = nil
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
-		Begin: ex.begin, Sync: ex.syncLast, Progress: r.Progress, Now: r.Now}
+	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
+		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.ctl.stopped)
 	ex.ctl.closeStop()
 	close(streamDone)
 	<-streamStopped
-	if err := ex.waitBehind(); err != nil && walkErr == nil {
+	if err := ex.led.waitBehind(); err != nil && walkErr == nil {
 		walkErr = err
 	}
 	// Finish: write what is buffered, release the plan, close it if done.
 	err = sdb.Update(func(tx *store.Tx) error {
-		if err := ex.drain(tx); err != nil {
+		if err := ex.led.drain(tx); err != nil {
 			return err
 		}
 		if err := tx.Delete(store.Plans, runnerKey(r.UID)); err != nil {
@@ -311,41 +305,11 @@ type execution struct {
 	rec   *Record
 	infos map[string]*taskInfo
 
-	mu      sync.Mutex
-	outputs map[string]map[string]any // task id -> outputs of its successful run
-	ran     map[string]map[string]any // task id -> inputs it ran with
-	// effective holds each resource's effective inputs, read once when the
-	// run starts (one catalog, so a long chain costs linear time) and
-	// refreshed for the receivers of a task's outputs. Changes made by
-	// other commands during the run are seen by the next run.
-	effective map[string]map[string]any
-
-	// buf holds the changes not written yet (see persist), started the
-	// place in buf of each task's buffered INPROGRESS state, and spare an
-	// emptied buffer to reuse. groups holds the tasks whose attempts this
-	// run recorded (recordGroup); planGroups says whether the store held
-	// records of attempts of the plan when the run started. A task
-	// outside both has no record to remove when it finishes.
-	bufMu   sync.Mutex
-	buf     []pendingWrite
-	started map[string]int
-	spare   []pendingWrite
-	// behind is closed when the write behind in flight ends (nil when
-	// none is); behindFailed is the error of the first that failed.
-	behind       chan struct{}
-	behindFailed error
-	// durable waits until the last eager write (flush) is on disk.
-	durable    func() error
-	groups     map[string]bool
-	planGroups bool
-
+	led *ledger  // the run's writes and the commits of finished tasks
 	ctl *control // stop requests and live edits
 
 	logs  liveLogs
 	locks resLocker
 
-	// stopLooked is when an idle flush last looked for a stop request
-	// (unix nanoseconds).
-	stopLooked atomic.Int64
-	leaseLost  atomic.Pointer[error] // why the run lost its leases (claim.go)
+	leaseLost atomic.Pointer[error] // why the run lost its leases (claim.go)
 }
