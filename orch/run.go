@@ -195,9 +195,10 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
 	ctl := newControl(sdb, rec, r.Note, stop, kill, edits)
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, ctl: ctl, led: newLedger(sdb, r.UID, infos, r.Now, ctl, grouped),
-		locks: newResLocker(r.Path, locks)}
-	defer ex.locks.close()
+	led := newLedger(sdb, r.UID, infos, r.Now, ctl, grouped)
+	ex := &execution{r: r, sdb: sdb, rec: rec, ctl: ctl, led: led,
+		att: &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: infos, led: led, locks: newResLocker(r.Path, locks)}}
+	defer ex.att.locks.close()
 	if locks != nil {
 		watching := make(chan struct{})
 		defer close(watching)
@@ -212,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	go ex.ctl.watchStop()
 	streamDone := make(chan struct{})
 	streamStopped := make(chan struct{})
-	go ex.streamLogs(streamDone, streamStopped)
+	go ex.att.streamLogs(streamDone, streamStopped)
 	if r.Started != nil {
 		r.Started(rec, initial)
 	}
@@ -220,7 +221,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	tasks := walkTasks(rec, infos)
 	lastLoaded.forget(rec)
 	rec.Plan.Edges = nil
-	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
+	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
 		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
 	states, walkErr := w.Walk(ctx, tasks, initial, ex.ctl.stopped)
 	ex.ctl.closeStop()
@@ -300,16 +301,13 @@ const killed = "killed"
 
 // execution is the state of one Run.
 type execution struct {
-	r     *Runner
-	sdb   *sharedDB
-	rec   *Record
-	infos map[string]*taskInfo
+	r   *Runner
+	sdb *sharedDB
+	rec *Record
 
-	led *ledger  // the run's writes and the commits of finished tasks
-	ctl *control // stop requests and live edits
-
-	logs  liveLogs
-	locks resLocker
+	ctl *control       // stop requests and live edits
+	led *ledger        // the run's writes and the commits of finished tasks
+	att *attemptRunner // the tasks' attempts
 
 	leaseLost atomic.Pointer[error] // why the run lost its leases (claim.go)
 }
