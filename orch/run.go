@@ -127,43 +127,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		defer func() { _ = unlock() }()
 	}
 
-	var (
-		rec      *Record
-		initial  map[string]State
-		infos    map[string]*taskInfo
-		leftover map[string]groupRecord
-		grouped  bool
-		edits    uint64
-	)
-	err = sdb.Update(func(tx *store.Tx) error {
-		var err error
-		if rec, err = Load(tx, r.UID); err != nil {
-			return err
-		}
-		if err := claim(tx, r.UID, r.Now(), token, locks != nil); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
-			return err
-		}
-		if initial, err = States(tx, rec); err != nil {
-			return err
-		}
-		if r.Prepare != nil {
-			if initial, err = r.Prepare(tx, rec, initial); err != nil {
-				return err
-			}
-		}
-		if leftover, err = orphanGroups(tx); err != nil {
-			return err
-		}
-		if grouped, err = hasGroups(tx, r.UID); err != nil {
-			return err
-		}
-		edits = editCount(tx, r.UID)
-		infos, err = r.prepare(tx, rec)
-		return err
-	})
+	start, err := r.claimPlan(sdb, token, locks != nil)
 	if err != nil {
 		// Nothing runs (the plan may be finished already: a runner was
 		// killed after its last task), but what dead runners left in
@@ -172,9 +136,85 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		_ = r.sweep()
 		return nil, nil, err
 	}
-	// What a run that died left behind goes before anything starts: its
-	// scripts (which must never run beside their resumed copies) and its
-	// private files (which hold secrets).
+	r.fenceWrites(sdb, token)
+	if err := r.clearLeftovers(sdb, start.leftover); err != nil {
+		return nil, nil, err
+	}
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
+	ex := r.newExecution(sdb, start, stop, kill, newResLocker(r.Path, locks))
+	defer ex.att.locks.close()
+	if locks != nil {
+		watching := make(chan struct{})
+		defer close(watching)
+		go ex.watchLease(locks, watching)
+	}
+	ex.start(start.initial)
+	states, walkErr := ex.walk(ctx, start)
+	return ex.finish(states, walkErr)
+}
+
+// planStart is what the transaction that claims a plan reads: all a run
+// starts from.
+type planStart struct {
+	rec      *Record
+	initial  map[string]State     // the task states the walk starts from
+	infos    map[string]*taskInfo // by task id
+	leftover map[string]groupRecord
+	grouped  bool   // the store holds records of the plan's attempts
+	edits    uint64 // the plan's edit count (edit.go)
+}
+
+// claimPlan claims the plan for this process and reads what its run
+// starts from, in one transaction, and clears a stop request left from an
+// earlier run. locked means this process holds the plan's store lock.
+func (r *Runner) claimPlan(sdb *sharedDB, token string, locked bool) (*planStart, error) {
+	var start *planStart
+	err := sdb.Update(func(tx *store.Tx) error {
+		start = &planStart{}
+		var err error
+		if start.rec, err = Load(tx, r.UID); err != nil {
+			return err
+		}
+		if err := claim(tx, r.UID, r.Now(), token, locked); err != nil {
+			return err
+		}
+		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
+			return err
+		}
+		return r.loadPlan(tx, start)
+	})
+	return start, err
+}
+
+// loadPlan reads, in the transaction that claims the plan start.rec, the
+// rest of what the run starts from: the task states (as Runner.Prepare
+// makes them), the attempts dead runners left, and every task's
+// preparation.
+func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
+	var err error
+	if start.initial, err = States(tx, start.rec); err != nil {
+		return err
+	}
+	if r.Prepare != nil {
+		if start.initial, err = r.Prepare(tx, start.rec, start.initial); err != nil {
+			return err
+		}
+	}
+	if start.leftover, err = orphanGroups(tx); err != nil {
+		return err
+	}
+	if start.grouped, err = hasGroups(tx, r.UID); err != nil {
+		return err
+	}
+	start.edits = editCount(tx, r.UID)
+	start.infos, err = r.prepare(tx, start.rec)
+	return err
+}
+
+// fenceWrites makes every write of the run check first that it still
+// holds its claim (fence).
+func (r *Runner) fenceWrites(sdb *sharedDB, token string) {
 	sdb.fence = func(tx *store.Tx) error {
 		// The records every write of the run reads: its claim (fence),
 		// a stop request (checkStop) and the edit count (lookForEdits).
@@ -184,79 +224,108 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		}
 		return fence(tx, r.UID, token)
 	}
-	if err := r.killOrphans(sdb, leftover); err != nil {
-		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
-		return nil, nil, err
-	}
-	if err := r.sweep(); err != nil {
-		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
-		return nil, nil, err
-	}
-	ctx, kill := context.WithCancel(ctx)
-	defer kill()
-	ctl := newControl(sdb, rec, r.Note, stop, kill, edits)
-	led := newLedger(sdb, r.UID, infos, r.Now, ctl, grouped)
-	ex := &execution{r: r, sdb: sdb, rec: rec, ctl: ctl, led: led,
-		att: &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: infos, led: led, locks: newResLocker(r.Path, locks)}}
-	defer ex.att.locks.close()
-	if locks != nil {
-		watching := make(chan struct{})
-		defer close(watching)
-		go ex.watchLease(locks, watching)
-	}
-	_, ex.ctl.opens, _ = sdb.acquireCounted()
-	sdb.release()
-	// The idle timer armed by the first transaction may fire at any time.
-	sdb.mu.Lock()
-	sdb.beforeClose = ex.led.flushOnClose
-	sdb.mu.Unlock()
-	go ex.ctl.watchStop()
-	streamDone := make(chan struct{})
-	streamStopped := make(chan struct{})
-	go ex.att.streamLogs(streamDone, streamStopped)
-	if r.Started != nil {
-		r.Started(rec, initial)
-	}
+}
 
-	tasks := walkTasks(rec, infos)
-	lastLoaded.forget(rec)
-	rec.Plan.Edges = nil
+// clearLeftovers removes what a run that died left behind, before anything
+// starts: its scripts (which must never run beside their resumed copies)
+// and its private files (which hold secrets). If it cannot, the run
+// releases the plan it claimed and ends.
+func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]groupRecord) error {
+	err := r.killOrphans(sdb, leftover)
+	if err == nil {
+		err = r.sweep()
+	}
+	if err != nil {
+		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
+	}
+	return err
+}
+
+// newExecution wires the parts of a run of start's plan: its control
+// (stop, the caller's stop channel, and kill, which cancels the context
+// its tasks run with), its ledger, and its attempt runner, which takes
+// resource locks and slots from locks.
+func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
+	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
+	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.grouped)
+	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
+	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
+}
+
+// start sets the run going beside the walk: the store's idle writes, the
+// stop watcher and the stream of running attempts' lines; then it tells
+// Runner.Started.
+func (ex *execution) start(initial map[string]State) {
+	_, ex.ctl.opens, _ = ex.sdb.acquireCounted()
+	ex.sdb.release()
+	// The idle timer armed by the first transaction may fire at any time.
+	ex.sdb.mu.Lock()
+	ex.sdb.beforeClose = ex.led.flushOnClose
+	ex.sdb.mu.Unlock()
+	go ex.ctl.watchStop()
+	streamDone, streamStopped := make(chan struct{}), make(chan struct{})
+	go ex.att.streamLogs(streamDone, streamStopped)
+	ex.stopLogs = func() {
+		close(streamDone)
+		<-streamStopped
+	}
+	if ex.r.Started != nil {
+		ex.r.Started(ex.rec, initial)
+	}
+}
+
+// walk runs the plan's tasks from start's states until all are finished
+// or the run stops, and returns the walker's states.
+func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]State, error) {
+	r := ex.r
+	tasks := walkTasks(ex.rec, start.infos)
+	lastLoaded.forget(ex.rec)
+	ex.rec.Plan.Edges = nil
 	w := &Walker{Concurrency: r.Concurrency, PerNode: r.PerNode, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
 		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
-	states, walkErr := w.Walk(ctx, tasks, initial, ex.ctl.stopped)
+	return w.Walk(ctx, tasks, start.initial, ex.ctl.stopped)
+}
+
+// finish ends the run once its walk has, with states and walkErr: what
+// runs beside the walk stops, what is buffered is written, and the plan
+// is released (closed if nothing is left to do). It returns Run's results.
+func (ex *execution) finish(states map[string]State, walkErr error) (*Record, map[string]State, error) {
 	ex.ctl.closeStop()
-	close(streamDone)
-	<-streamStopped
+	ex.stopLogs()
 	if err := ex.led.waitBehind(); err != nil && walkErr == nil {
 		walkErr = err
 	}
-	// Finish: write what is buffered, release the plan, close it if done.
-	err = sdb.Update(func(tx *store.Tx) error {
-		if err := ex.led.drain(tx); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, runnerKey(r.UID)); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
-			return err
-		}
-		if states == nil {
-			return nil
-		}
-		final, err := ex.ctl.finalStates(tx, states, walkErr)
-		if err != nil {
-			return err
-		}
-		return SetOpen(tx, r.UID, !Done(final))
-	})
+	err := ex.sdb.Update(func(tx *store.Tx) error { return ex.release(tx, states, walkErr) })
 	if lost := ex.lostLease(); lost != nil {
-		return rec, states, lost
+		return ex.rec, states, lost
 	}
 	if walkErr != nil {
-		return rec, states, walkErr
+		return ex.rec, states, walkErr
 	}
-	return rec, states, err
+	return ex.rec, states, err
+}
+
+// release writes what is buffered, releases the plan, and closes it if
+// nothing is left to do, in tx.
+func (ex *execution) release(tx *store.Tx, states map[string]State, walkErr error) error {
+	uid := ex.r.UID
+	if err := ex.led.drain(tx); err != nil {
+		return err
+	}
+	if err := tx.Delete(store.Plans, runnerKey(uid)); err != nil {
+		return err
+	}
+	if err := tx.Delete(store.Plans, stopKey(uid)); err != nil {
+		return err
+	}
+	if states == nil {
+		return nil
+	}
+	final, err := ex.ctl.finalStates(tx, states, walkErr)
+	if err != nil {
+		return err
+	}
+	return SetOpen(tx, uid, !Done(final))
 }
 
 // openStore sets defaults and returns the run's store; done closes it and
@@ -299,7 +368,9 @@ func Stopped(st State) bool {
 // killed is the error of a task whose run was killed while it ran.
 const killed = "killed"
 
-// execution is the state of one Run.
+// execution is one Run under way: its plan, and the parts that run it,
+// each with one job, wired by newExecution. It is what Run's later steps
+// (start, walk, finish) and the lease watcher (claim.go) work on.
 type execution struct {
 	r   *Runner
 	sdb *sharedDB
@@ -309,5 +380,6 @@ type execution struct {
 	led *ledger        // the run's writes and the commits of finished tasks
 	att *attemptRunner // the tasks' attempts
 
+	stopLogs  func()                // ends the stream of running attempts' lines (start)
 	leaseLost atomic.Pointer[error] // why the run lost its leases (claim.go)
 }
