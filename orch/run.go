@@ -142,8 +142,9 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
-	ex := r.newExecution(sdb, start, stop, kill, newResLocker(r.Path, locks))
-	defer ex.att.locks.close()
+	resLocks := newResLocker(r.Path, locks)
+	defer resLocks.close()
+	ex := r.newExecution(sdb, start, stop, kill, resLocks)
 	if locks != nil {
 		watching := make(chan struct{})
 		defer close(watching)
@@ -158,11 +159,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 // starts from.
 type planStart struct {
 	rec      *Record
-	initial  map[string]State     // the task states the walk starts from
-	infos    map[string]*taskInfo // by task id
-	leftover map[string]groupRecord
-	grouped  bool   // the store holds records of the plan's attempts
-	edits    uint64 // the plan's edit count (edit.go)
+	initial  map[string]State       // the task states the walk starts from
+	infos    map[string]*taskInfo   // by task id
+	leftover map[string]groupRecord // attempts of dead runners (orphanGroups)
+	grouped  bool                   // the store holds records of the plan's attempts
+	edits    uint64                 // the plan's edit count (edit.go)
 }
 
 // claimPlan claims the plan for this process and reads what its run
