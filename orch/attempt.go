@@ -12,10 +12,34 @@ import (
 	"github.com/solarops/solar/store"
 )
 
+// attemptRunner runs tasks (Walker.Run): a task's attempts, with its
+// retries, delay and timeout, each through its handler and transport,
+// under its resource's lock and its node's and semaphores' slots. It sees
+// the store only through the ledger (the inputs an attempt runs with, the
+// gate it waits for, and what it leaves to write: its final log, the
+// record of its process group, its outputs), except for the lines of
+// running attempts, which streamLogs writes on a goroutine of its own.
+//
+// run is called on the walker's goroutine or a task's, for many tasks at
+// once; output on the attempts' goroutines. It guarantees that two
+// attempts of one resource never overlap (the lock is held over all of a
+// task's attempts), that an attempt's inputs are its resource's as the
+// tasks before it left them, and that a run killed by the operator is not
+// reported as the script's failure.
+type attemptRunner struct {
+	r     *Runner // its settings, read only: PerNode, Note, Output
+	sdb   *sharedDB
+	uid   string
+	infos map[string]*taskInfo
+	led   *ledger   // inputs, gates, and what attempts leave to write
+	locks resLocker // resource locks and node and semaphore slots
+	logs  liveLogs  // the lines of running attempts, until streamed
+}
+
 // limits are the limits task t is under besides its resource, whose lock
 // is taken apart: its node's (--per-node) and its semaphores. A copy: the
 // locks sort it, and the task is the walker's.
-func (ex *execution) limits(t *Task) []Limit {
+func (a *attemptRunner) limits(t *Task) []Limit {
 	var out []Limit
 	for _, l := range t.Limits {
 		if l.Kind != walk.LimitResource {
@@ -26,19 +50,19 @@ func (ex *execution) limits(t *Task) []Limit {
 }
 
 // run executes one task with its retries, delay and timeout.
-func (ex *execution) run(ctx context.Context, t *Task) Outcome {
-	info := ex.infos[t.ID]
+func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
+	info := a.infos[t.ID]
 	if info.problem != "" {
 		return Outcome{Err: errors.New(info.problem), Attempts: 1}
 	}
 	if !info.noop {
-		unlock, err := ex.locks.lock(ctx, info.node.Resource, ex.limits(t))
+		unlock, err := a.locks.lock(ctx, info.node.Resource, a.limits(t))
 		if err != nil {
 			return Outcome{Err: err, Attempts: 1}
 		}
 		defer unlock()
 	}
-	gate := ex.gateOf(t)
+	gate := a.led.gateOf(t)
 	var last error
 	attempts := 0
 	for attempt := 0; attempt <= info.retry; attempt++ {
@@ -52,31 +76,26 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 		attempts++
 		var inputs map[string]any
 		if !info.noop {
-			ex.mu.Lock()
-			inputs = info.inputsFrom(ex.effective[info.node.Resource])
-			ex.mu.Unlock()
+			inputs = a.led.inputs(info)
 		}
-		ex.logs.begin(t.ID, attempts)
+		a.logs.begin(t.ID, attempts)
 		res, err := info.handler.Run(ctx, handler.Request{
 			Gate:     gate,
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
-			Started: func(g handler.Group) { ex.recordGroup(t.ID, g) },
-			Output:  func(l handler.Line) { ex.output(t.ID, l) },
+			Started: func(g handler.Group) { a.led.recordGroup(t.ID, g) },
+			Output:  func(l handler.Line) { a.output(t.ID, l) },
 		})
-		ex.logs.end(t.ID)
+		a.logs.end(t.ID)
 		if !info.noop {
-			ex.keepLog(t.ID, attempts, res.Log)
+			a.keepLog(t.ID, attempts, res.Log)
 		}
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
 		}
 		if err == nil && !info.noop {
-			ex.mu.Lock()
-			ex.outputs[t.ID] = res.Outputs
-			ex.ran[t.ID] = inputs
-			ex.mu.Unlock()
+			a.led.keepRan(t.ID, inputs, res.Outputs)
 		}
 		if err == nil {
 			return Outcome{Changed: res.Changed, Attempts: attempts}
@@ -91,12 +110,12 @@ func (ex *execution) run(ctx context.Context, t *Task) Outcome {
 			last = errors.New(killed)
 			break
 		}
-		if attempt < info.retry && ex.r.Note != nil {
+		if attempt < info.retry && a.r.Note != nil {
 			msg := fmt.Sprintf("%s attempt %d failed: %s; retrying", t.ID, attempts, oneLine(err.Error()))
 			if info.delay > 0 {
 				msg += " in " + info.delay.String()
 			}
-			ex.r.Note(msg)
+			a.r.Note(msg)
 		}
 	}
 	return Outcome{Err: last, Attempts: attempts}
@@ -120,23 +139,21 @@ func oneLine(s string) string {
 
 // output passes one line of a running task on: to the log stream, and to
 // Runner.Output.
-func (ex *execution) output(task string, l handler.Line) {
-	ex.logs.line(task, l)
-	if ex.r.Output != nil {
-		ex.r.Output(task, l)
+func (a *attemptRunner) output(task string, l handler.Line) {
+	a.logs.line(task, l)
+	if a.r.Output != nil {
+		a.r.Output(task, l)
 	}
 }
 
 // keepLog buffers the final log of an attempt, written with the task's
 // next state change.
-func (ex *execution) keepLog(task string, attempt int, lines []handler.Line) {
-	uid := ex.rec.UID
-	ex.bufMu.Lock()
-	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error {
+func (a *attemptRunner) keepLog(task string, attempt int, lines []handler.Line) {
+	uid := a.uid
+	a.led.later(func(tx *store.Tx) error {
 		// Even an attempt that printed nothing is on record (its end).
 		return finalLog(tx, uid, task, attempt, lines)
-	}})
-	ex.bufMu.Unlock()
+	})
 }
 
 // logEvery is how often the lines of running attempts reach the store.
@@ -144,7 +161,7 @@ const logEvery = 500 * time.Millisecond
 
 // streamLogs writes the lines of running attempts to the store every
 // logEvery until done is closed.
-func (ex *execution) streamLogs(done <-chan struct{}, stopped chan<- struct{}) {
+func (a *attemptRunner) streamLogs(done <-chan struct{}, stopped chan<- struct{}) {
 	defer close(stopped)
 	tick := time.NewTicker(logEvery)
 	defer tick.Stop()
@@ -153,8 +170,8 @@ func (ex *execution) streamLogs(done <-chan struct{}, stopped chan<- struct{}) {
 		case <-done:
 			return
 		case <-tick.C:
-			if ex.logs.any() {
-				_ = ex.sdb.Update(func(tx *store.Tx) error { return ex.logs.stream(tx, ex.rec.UID) })
+			if a.logs.any() {
+				_ = a.sdb.Update(func(tx *store.Tx) error { return a.logs.stream(tx, a.uid) })
 			}
 		}
 	}

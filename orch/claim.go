@@ -244,9 +244,9 @@ func (ex *execution) watchLease(locks store.Locks, done <-chan struct{}) {
 	if ex.r.Note != nil {
 		ex.r.Note(fmt.Sprintf("lost the lease on plan %s: killing running tasks", ex.rec.UID))
 	}
-	ex.killing.Store(true)
-	ex.kill()
-	ex.closeStop()
+	ex.ctl.killing.Store(true)
+	ex.ctl.kill()
+	ex.ctl.closeStop()
 }
 
 // lostLease is the error of a run that lost its leases, or nil.

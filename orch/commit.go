@@ -22,7 +22,7 @@ var resSeed = maphash.MakeSeed()
 // while the store was closed, and the run's own outputs change it): the
 // staging commit then need not decode it again. The task's copy is
 // dropped either way; each task commits once.
-func (ex *execution) keepResource(cat *resources.Catalog, tx *store.Tx, info *taskInfo) {
+func (l *ledger) keepResource(cat *resources.Catalog, tx *store.Tx, info *taskInfo) {
 	res := info.res
 	if res == nil {
 		return
@@ -38,42 +38,42 @@ func (ex *execution) keepResource(cat *resources.Catalog, tx *store.Tx, info *ta
 // consequences: outputs sent to the resource (and on to its receivers),
 // the commit of its staged entry, and refreshes for the react subscribers
 // its change triggers.
-func (ex *execution) apply(tx *store.Tx, cat *resources.Catalog, id string, st State) error {
+func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State) error {
 	if st.Status == StatusSkipped {
 		// Another command's skip (discarded, filtered) outranks the
 		// walker's (stopped, upstream failed): resume must not run it.
-		if raw, err := tx.Peek(store.Plans, taskKey(ex.rec.UID, id)); err == nil {
+		if raw, err := tx.Peek(store.Plans, taskKey(l.uid, id)); err == nil {
 			if old, err := decodeState(raw); err == nil && old.Status == StatusSkipped {
 				return nil
 			}
 		}
 	}
-	if err := PutState(tx, ex.rec.UID, id, st); err != nil {
+	if err := PutState(tx, l.uid, id, st); err != nil {
 		return err
 	}
-	if st.Status.Finished() && ex.mayHaveGroup(id) {
-		if err := tx.Delete(store.Plans, groupKey(ex.rec.UID, id)); err != nil {
+	if st.Status.Finished() && l.mayHaveGroup(id) {
+		if err := tx.Delete(store.Plans, groupKey(l.uid, id)); err != nil {
 			return err
 		}
 	}
 	if st.Status != StatusSuccess && st.Status != StatusNoop {
 		return nil
 	}
-	info := ex.infos[id]
+	info := l.infos[id]
 	n := info.node
 	// What the commit below reads, at once where reads cost a round trip.
 	if err := tx.Prefetch(resources.CommitKeys(n.Resource, staging.Key(n.Resource, n.Action))...); err != nil {
 		return err
 	}
 	cat.Reset()
-	ex.keepResource(cat, tx, info)
-	stg := staging.New(cat, ex.r.Now)
-	stg.Plan = ex.rec.UID
-	ex.mu.Lock()
-	outs, ran := ex.outputs[id], ex.ran[id]
-	ex.mu.Unlock()
+	l.keepResource(cat, tx, info)
+	stg := staging.New(cat, l.now)
+	stg.Plan = l.uid
+	l.mu.Lock()
+	outs, ran := l.outputs[id], l.ran[id]
+	l.mu.Unlock()
 	if len(outs) > 0 && cat.Exists(n.Resource) {
-		changed, err := ex.sendOutputs(cat, info, outs, ran)
+		changed, err := l.sendOutputs(cat, info, outs, ran)
 		if err != nil {
 			return fmt.Errorf("task %s outputs: %w", id, err)
 		}
@@ -90,9 +90,9 @@ func (ex *execution) apply(tx *store.Tx, cat *resources.Catalog, id string, st S
 				if err != nil {
 					return err
 				}
-				ex.mu.Lock()
-				ex.effective[name] = eff
-				ex.mu.Unlock()
+				l.mu.Lock()
+				l.effective[name] = eff
+				l.mu.Unlock()
 			}
 		}
 	}
@@ -110,11 +110,11 @@ func (ex *execution) apply(tx *store.Tx, cat *resources.Catalog, id string, st S
 		}
 		ran = info.inputsFrom(eff)
 	}
-	if _, err := stg.CommitRan(key, ex.rec.UID, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
+	if _, err := stg.CommitRan(key, l.uid, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
 		return fmt.Errorf("commit %s: %w", key, err)
 	}
 	if st.Status == StatusSuccess {
-		return ex.leaveRefreshes(tx, stg, info)
+		return l.leaveRefreshes(tx, stg, info)
 	}
 	return nil
 }
@@ -125,12 +125,12 @@ const refreshCause = "refresh"
 // a refresh entry. It is committed when the subscriber succeeds; if the
 // subscriber never runs (failure upstream, stop, crash), it stays staged and
 // is in the next plan: nothing is forgotten.
-func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *taskInfo) error {
+func (l *ledger) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *taskInfo) error {
 	// Subscribers hang after the action's last instance, so the edges of
 	// every instance of this action count.
 	var out []planner.Edge
 	for i := 0; ; i++ {
-		other, ok := ex.infos[fmt.Sprintf("%s.%s#%d", info.node.Resource, info.node.Action, i)]
+		other, ok := l.infos[fmt.Sprintf("%s.%s#%d", info.node.Resource, info.node.Action, i)]
 		if !ok {
 			break
 		}
@@ -140,7 +140,7 @@ func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *tas
 		if !e.Event.Matches(events.ResultChanged) {
 			continue
 		}
-		to := ex.infos[e.To]
+		to := l.infos[e.To]
 		if to.node.Staged || to.problem != "" {
 			continue
 		}
@@ -153,7 +153,7 @@ func (ex *execution) leaveRefreshes(tx *store.Tx, stg *staging.Stager, info *tas
 
 // sendOutputs writes a task's outputs into its resource's inputs of those
 // names. It reports whether any effective value changed.
-func (ex *execution) sendOutputs(cat *resources.Catalog, info *taskInfo, outs, ran map[string]any) (bool, error) {
+func (l *ledger) sendOutputs(cat *resources.Catalog, info *taskInfo, outs, ran map[string]any) (bool, error) {
 	res, err := cat.Get(info.node.Resource)
 	if err != nil {
 		return false, err

@@ -20,7 +20,7 @@ import (
 // Such a task is refused (it runs already); a task not started yet is
 // marked SKIPPED and the plan's edit counter bumped. The runner reads the
 // counter before it starts a task whenever it had let go of the store since
-// it last looked, and honours what it finds (execution.begin).
+// it last looked, and honours what it finds (control.skipped).
 
 func editKey(uid string) string { return "edit/" + uid }
 

@@ -1,56 +1,155 @@
 package orch
 
 import (
-	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 )
 
-// finalStates returns the task states as stored once the walk has ended
-// with states (its view) and walkErr. The store, not the walker's view,
-// decides: a task another command skipped stays skipped with its reason.
-// When the walk ended well and no command has skipped tasks since the
-// runner last looked, the store holds the walker's states and the skips it
-// saw, and is not read back (a third of a second at 100,000 tasks).
-func (ex *execution) finalStates(tx *store.Tx, states map[string]State, walkErr error) (map[string]State, error) {
-	if walkErr != nil || editCount(tx, ex.rec.UID) != ex.edits {
-		return States(tx, ex.rec)
+// ledger is the run's record in the store. It buffers the state changes
+// the walker reports and the writes attempts leave behind (their final
+// logs, the records of their process groups), and writes them: at once
+// when a change must be durable before the walk goes on (flush, synced
+// later by syncLast and waited for at the gates: gateOf), behind the walk
+// when the buffer is full (flushBehind), when the store idles or closes
+// (flushOnClose), and when the run ends (drain). The write of a task's
+// final state commits what the task did (apply, commit.go): the outputs it
+// sent, its staged entry, the refreshes it leaves.
+//
+// The walker's goroutine calls begin, persist, persistBatch and syncLast
+// (Walker.Begin, Persist, PersistBatch, Sync); the tasks' goroutines call
+// gateOf, inputs, keepRan, later and recordGroup; the store's idle timer
+// calls flushOnClose with the store held; Run calls drain once the walk
+// has ended. bufMu guards the buffer and the write behind, mu the values
+// tasks ran with and sent.
+//
+// It guarantees that changes reach the store in the order they were
+// buffered; that a final state with side effects, and everything buffered
+// before it, is written before persist returns and durable before a task
+// that depends on it starts its script; and that after a write behind
+// failed nothing buffered later is written, and the walk fails at the
+// runner's next write. Every write also looks for a stop request, and an
+// eager one on a shared store for edits (ctl).
+type ledger struct {
+	sdb   *sharedDB
+	uid   string
+	infos map[string]*taskInfo
+	now   func() time.Time // Runner.Now, for the commits of staged entries
+	ctl   *control         // told of every write's transaction
+
+	mu      sync.Mutex
+	outputs map[string]map[string]any // task id -> outputs of its successful run
+	ran     map[string]map[string]any // task id -> inputs it ran with
+	// effective holds each resource's effective inputs, read once when the
+	// run starts (one catalog, so a long chain costs linear time) and
+	// refreshed for the receivers of a task's outputs. Changes made by
+	// other commands during the run are seen by the next run.
+	effective map[string]map[string]any
+
+	// buf holds the changes not written yet (see persist), started the
+	// place in buf of each task's buffered INPROGRESS state, and spare an
+	// emptied buffer to reuse. groups holds the tasks whose attempts this
+	// run recorded (recordGroup); planGroups says whether the store held
+	// records of attempts of the plan when the run started. A task
+	// outside both has no record to remove when it finishes.
+	bufMu   sync.Mutex
+	buf     []pendingWrite
+	started map[string]int
+	spare   []pendingWrite
+	// behind is closed when the write behind in flight ends (nil when
+	// none is); behindFailed is the error of the first that failed.
+	behind       chan struct{}
+	behindFailed error
+	// durable waits until the last eager write (flush) is on disk.
+	durable    func() error
+	groups     map[string]bool
+	planGroups bool
+
+	// stopLooked is when an idle flush last looked for a stop request
+	// (unix nanoseconds).
+	stopLooked atomic.Int64
+}
+
+// newLedger returns the ledger of a run of plan uid's tasks, infos, whose
+// store held records of the plan's attempts if grouped. Each task's
+// resource starts with the effective inputs prepare read.
+func newLedger(sdb *sharedDB, uid string, infos map[string]*taskInfo, now func() time.Time, ctl *control, grouped bool) *ledger {
+	l := &ledger{sdb: sdb, uid: uid, infos: infos, now: now, ctl: ctl, planGroups: grouped,
+		outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, effective: map[string]map[string]any{}}
+	for _, info := range infos {
+		if info.inputs != nil {
+			l.effective[info.node.Resource] = info.inputs
+		}
 	}
-	if len(ex.external) == 0 {
-		return states, nil
+	return l
+}
+
+// inputs returns the inputs task info runs with now: its resource's
+// effective values, as outputs of the tasks before it left them.
+func (l *ledger) inputs(info *taskInfo) map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return info.inputsFrom(l.effective[info.node.Resource])
+}
+
+// keepRan keeps what task id's successful attempt ran with and sent, for
+// the commit that writes its final state (apply).
+func (l *ledger) keepRan(id string, inputs, outputs map[string]any) {
+	l.mu.Lock()
+	l.outputs[id] = outputs
+	l.ran[id] = inputs
+	l.mu.Unlock()
+}
+
+// later buffers write, to be made in the transaction of the next batch.
+func (l *ledger) later(write func(*store.Tx) error) {
+	l.bufMu.Lock()
+	l.buf = append(l.buf, pendingWrite{write: write})
+	l.bufMu.Unlock()
+}
+
+// begin records that task id starts, unless another command skipped it
+// since the runner last looked (see edit.go): then it returns the reason.
+// The store stays acquired from the look (control.skipped) to the
+// buffering of INPROGRESS, so no other process can write in between.
+func (l *ledger) begin(id string, st State) (string, error) {
+	db, opens, err := l.sdb.acquireCounted()
+	if err != nil {
+		return "", err
 	}
-	final := maps.Clone(states)
-	for id, reason := range ex.external {
-		final[id] = State{Status: StatusSkipped, Reason: reason}
+	defer l.sdb.release()
+	if reason, skip, err := l.ctl.skipped(db, opens, id); err != nil || skip {
+		return reason, err
 	}
-	return final, nil
+	return "", l.persist(id, st)
 }
 
 // persist records a state change. Final states of tasks with side effects
 // are written at once, with everything buffered before them; the rest is
 // buffered.
-func (ex *execution) persist(id string, st State) error {
-	info := ex.infos[id]
-	ex.bufMu.Lock()
-	ex.bufferState(id, st)
+func (l *ledger) persist(id string, st State) error {
+	info := l.infos[id]
+	l.bufMu.Lock()
+	l.bufferState(id, st)
 	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
-	big, failed := len(ex.buf) >= lazyMax, ex.behindFailed
-	ex.bufMu.Unlock()
-	return ex.writeBuffered(!lazy, big, failed)
+	big, failed := len(l.buf) >= lazyMax, l.behindFailed
+	l.bufMu.Unlock()
+	return l.writeBuffered(!lazy, big, failed)
 }
 
 // writeBuffered writes what persist or persistBatch buffered: at once when
 // a change must be durable now (eager), behind the walk when the buffer is
 // full, else not yet. failed is the error of a write behind that failed,
 // read with the buffer.
-func (ex *execution) writeBuffered(eager, big bool, failed error) error {
+func (l *ledger) writeBuffered(eager, big bool, failed error) error {
 	switch {
 	case eager:
-		return ex.flush()
+		return l.flush()
 	case big:
-		return ex.flushBehind()
+		return l.flushBehind()
 	}
 	return failed
 }
@@ -69,20 +168,20 @@ var behindHook func() error
 // persistBatch records the final states of tasks that finished together,
 // in one transaction when any of them needs to be durable now (group
 // commit).
-func (ex *execution) persistBatch(ids []string, states []State) error {
+func (l *ledger) persistBatch(ids []string, states []State) error {
 	eager := false
-	ex.bufMu.Lock()
+	l.bufMu.Lock()
 	for i, id := range ids {
 		st := states[i]
-		ex.bufferState(id, st)
-		info := ex.infos[id]
+		l.bufferState(id, st)
+		info := l.infos[id]
 		if !(info.noop || info.problem != "" || st.Status == StatusSkipped) {
 			eager = true
 		}
 	}
-	big, failed := len(ex.buf) >= lazyMax, ex.behindFailed
-	ex.bufMu.Unlock()
-	return ex.writeBuffered(eager, big, failed)
+	big, failed := len(l.buf) >= lazyMax, l.behindFailed
+	l.bufMu.Unlock()
+	return l.writeBuffered(eager, big, failed)
 }
 
 // flushBehind writes the buffered changes, none of which must be durable
@@ -93,19 +192,19 @@ func (ex *execution) persistBatch(ids []string, states []State) error {
 // every other write waits for it first (waitBehind). A failed write fails
 // the walk at the runner's next write. Only the walker's goroutine calls
 // it, as it does flush.
-func (ex *execution) flushBehind() error {
-	if err := ex.waitBehind(); err != nil {
+func (l *ledger) flushBehind() error {
+	if err := l.waitBehind(); err != nil {
 		return err
 	}
-	ex.bufMu.Lock()
-	batch := ex.buf
-	ex.buf = nil
-	clear(ex.started)
+	l.bufMu.Lock()
+	batch := l.buf
+	l.buf = nil
+	clear(l.started)
 	done := make(chan struct{})
-	ex.behind = done
-	ex.bufMu.Unlock()
+	l.behind = done
+	l.bufMu.Unlock()
 	if len(batch) == 0 {
-		ex.endBehind(done, nil)
+		l.endBehind(done, nil)
 		return nil
 	}
 	go func() {
@@ -114,52 +213,52 @@ func (ex *execution) flushBehind() error {
 			err = behindHook()
 		}
 		if err != nil {
-			ex.endBehind(done, err)
+			l.endBehind(done, err)
 			return
 		}
-		err = ex.sdb.Update(func(tx *store.Tx) error {
-			if err := ex.write(tx, batch); err != nil {
+		err = l.sdb.Update(func(tx *store.Tx) error {
+			if err := l.write(tx, batch); err != nil {
 				return err
 			}
-			return ex.checkStop(tx)
+			return l.ctl.checkStop(tx)
 		})
 		if err == nil {
-			ex.written(batch)
-			ex.recycle(batch)
+			l.written(batch)
+			l.recycle(batch)
 		}
-		ex.endBehind(done, err)
+		l.endBehind(done, err)
 	}()
 	return nil
 }
 
 // endBehind records how the write behind that done stands for ended.
-func (ex *execution) endBehind(done chan struct{}, err error) {
-	ex.bufMu.Lock()
-	if err != nil && ex.behindFailed == nil {
-		ex.behindFailed = err
+func (l *ledger) endBehind(done chan struct{}, err error) {
+	l.bufMu.Lock()
+	if err != nil && l.behindFailed == nil {
+		l.behindFailed = err
 	}
-	ex.behind = nil
-	ex.bufMu.Unlock()
+	l.behind = nil
+	l.bufMu.Unlock()
 	close(done)
 }
 
 // waitBehind waits for the write behind in flight, if any, and returns the
 // error of any that failed.
-func (ex *execution) waitBehind() error {
-	ex.bufMu.Lock()
-	done := ex.behind
-	ex.bufMu.Unlock()
+func (l *ledger) waitBehind() error {
+	l.bufMu.Lock()
+	done := l.behind
+	l.bufMu.Unlock()
 	if done != nil {
 		<-done
 	}
-	return ex.behindErr()
+	return l.behindErr()
 }
 
 // behindErr returns the error of a write behind that failed, if any.
-func (ex *execution) behindErr() error {
-	ex.bufMu.Lock()
-	defer ex.bufMu.Unlock()
-	return ex.behindFailed
+func (l *ledger) behindErr() error {
+	l.bufMu.Lock()
+	defer l.bufMu.Unlock()
+	return l.behindFailed
 }
 
 // pendingWrite is one buffered change: task id's state st, or write.
@@ -172,34 +271,34 @@ type pendingWrite struct {
 // bufferState buffers task id's state st; the caller holds bufMu. A final
 // state replaces the task's INPROGRESS one if that is still buffered: both
 // would be written in one transaction, where the first is never seen.
-func (ex *execution) bufferState(id string, st State) {
-	if ex.buf == nil {
-		ex.buf, ex.spare = ex.spare, nil
+func (l *ledger) bufferState(id string, st State) {
+	if l.buf == nil {
+		l.buf, l.spare = l.spare, nil
 	}
 	if st.Status == StatusInProgress {
-		if ex.started == nil {
-			ex.started = map[string]int{}
+		if l.started == nil {
+			l.started = map[string]int{}
 		}
-		ex.started[id] = len(ex.buf)
-	} else if i, ok := ex.started[id]; ok {
-		ex.buf[i] = pendingWrite{}
-		delete(ex.started, id)
+		l.started[id] = len(l.buf)
+	} else if i, ok := l.started[id]; ok {
+		l.buf[i] = pendingWrite{}
+		delete(l.started, id)
 	}
-	ex.buf = append(ex.buf, pendingWrite{id: id, st: st})
+	l.buf = append(l.buf, pendingWrite{id: id, st: st})
 }
 
 // take empties the buffer and returns what it held, in order.
-func (ex *execution) take() []pendingWrite {
-	ex.bufMu.Lock()
-	defer ex.bufMu.Unlock()
-	batch := ex.buf
-	ex.buf = nil
-	clear(ex.started)
+func (l *ledger) take() []pendingWrite {
+	l.bufMu.Lock()
+	defer l.bufMu.Unlock()
+	batch := l.buf
+	l.buf = nil
+	clear(l.started)
 	return batch
 }
 
 // write writes batch, a buffer take returned, in tx.
-func (ex *execution) write(tx *store.Tx, batch []pendingWrite) error {
+func (l *ledger) write(tx *store.Tx, batch []pendingWrite) error {
 	// One catalog for the batch, emptied for each task (apply): a batch
 	// of noop tasks is thousands.
 	cat := resources.NewCatalog(tx)
@@ -209,7 +308,7 @@ func (ex *execution) write(tx *store.Tx, batch []pendingWrite) error {
 		case w.write != nil:
 			err = w.write(tx)
 		case w.id != "":
-			err = ex.apply(tx, cat, w.id, w.st)
+			err = l.apply(tx, cat, w.id, w.st)
 		}
 		if err != nil {
 			return err
@@ -219,11 +318,11 @@ func (ex *execution) write(tx *store.Tx, batch []pendingWrite) error {
 }
 
 // recycle keeps batch, written, for the buffer to reuse.
-func (ex *execution) recycle(batch []pendingWrite) {
+func (l *ledger) recycle(batch []pendingWrite) {
 	clear(batch)
-	ex.bufMu.Lock()
-	ex.spare = batch[:0]
-	ex.bufMu.Unlock()
+	l.bufMu.Lock()
+	l.spare = batch[:0]
+	l.bufMu.Unlock()
 }
 
 // flush writes every buffered change in one transaction, which may become
@@ -231,38 +330,37 @@ func (ex *execution) recycle(batch []pendingWrite) {
 // starts a task that depends on others, or once it has started the tasks
 // it can; the tasks that depend on it also wait for that just before
 // their scripts start (gateOf).
-func (ex *execution) flush() error {
-	if err := ex.waitBehind(); err != nil {
+func (l *ledger) flush() error {
+	if err := l.waitBehind(); err != nil {
 		return err
 	}
-	batch := ex.take()
+	batch := l.take()
 	if len(batch) == 0 {
 		return nil
 	}
-	defer ex.recycle(batch)
-	durable, err := ex.sdb.UpdateLate(func(tx *store.Tx) error {
-		if err := ex.write(tx, batch); err != nil {
+	defer l.recycle(batch)
+	durable, err := l.sdb.UpdateLate(func(tx *store.Tx) error {
+		if err := l.write(tx, batch); err != nil {
 			return err
 		}
-		if ex.sdb.shared() {
+		if l.sdb.shared() {
 			// On a shared store others write beside the run: look for
 			// their edits here, which spares begin a transaction of its
 			// own for the tasks that start next.
-			if err := ex.lookForEdits(tx); err != nil {
+			if err := l.ctl.lookWhileWriting(tx); err != nil {
 				return err
 			}
-			ex.looked = time.Now()
 		}
-		return ex.checkStop(tx)
+		return l.ctl.checkStop(tx)
 	})
 	if err == nil {
-		ex.written(batch)
+		l.written(batch)
 		if lateHook != nil {
 			durable = lateHook(durable)
 		}
-		ex.bufMu.Lock()
-		ex.durable = durable
-		ex.bufMu.Unlock()
+		l.bufMu.Lock()
+		l.durable = durable
+		l.bufMu.Unlock()
 	}
 	return err
 }
@@ -271,10 +369,10 @@ func (ex *execution) flush() error {
 // (Walker.Sync): before it starts a task that waits for it in its gate,
 // and when it is about to wait for tasks to end. A failed sync is
 // reported by the gates and by the next write.
-func (ex *execution) syncLast() {
-	ex.bufMu.Lock()
-	durable := ex.durable
-	ex.bufMu.Unlock()
+func (l *ledger) syncLast() {
+	l.bufMu.Lock()
+	durable := l.durable
+	l.bufMu.Unlock()
 	if durable != nil {
 		_ = durable()
 	}
@@ -284,74 +382,74 @@ func (ex *execution) syncLast() {
 // sync of the last transaction written, which holds the final states and
 // commits of every task t depends on (they finished before it started, and
 // syncs happen in order). A task that depends on none starts at once.
-func (ex *execution) gateOf(t *Task) func() error {
+func (l *ledger) gateOf(t *Task) func() error {
 	if len(t.In) == 0 && len(t.Earlier) == 0 {
 		return nil
 	}
-	ex.bufMu.Lock()
-	defer ex.bufMu.Unlock()
-	return ex.durable
+	l.bufMu.Lock()
+	defer l.bufMu.Unlock()
+	return l.durable
 }
 
 // written forgets the outputs and inputs of the tasks whose final states
 // batch held, now written: only their commit read them, and a run of
 // 100,000 tasks kept them all until it ended. (A transaction retried
 // calls apply again: they are kept until it is written.)
-func (ex *execution) written(batch []pendingWrite) {
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
+func (l *ledger) written(batch []pendingWrite) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, w := range batch {
 		if w.id != "" && w.st.Status.Finished() {
-			delete(ex.outputs, w.id)
-			delete(ex.ran, w.id)
+			delete(l.outputs, w.id)
+			delete(l.ran, w.id)
 		}
 	}
 }
 
 // flushOnClose writes buffered changes before the store closes for idling,
 // so that other commands see the run as it is.
-func (ex *execution) flushOnClose(db *store.DB, closing bool) {
+func (l *ledger) flushOnClose(db *store.DB, closing bool) {
 	// Changes buffered after a write behind still in flight wait for it:
 	// they must not reach the store before the older ones.
 	var batch []pendingWrite
-	ex.bufMu.Lock()
-	if ex.behind == nil {
-		batch = ex.buf
-		ex.buf = nil
-		clear(ex.started)
+	l.bufMu.Lock()
+	if l.behind == nil {
+		batch = l.buf
+		l.buf = nil
+		clear(l.started)
 	}
-	ex.bufMu.Unlock()
+	l.bufMu.Unlock()
 	// Idle checks come every few milliseconds: with nothing to write they
 	// only look for a stop request, and not that often (a shared store
 	// would see a transaction per check).
 	now := time.Now().UnixNano()
-	if !closing && len(batch) == 0 && now-ex.stopLooked.Load() < int64(stopLook) {
+	if !closing && len(batch) == 0 && now-l.stopLooked.Load() < int64(stopLook) {
 		return
 	}
-	ex.stopLooked.Store(now)
+	l.stopLooked.Store(now)
 	err := db.Update(func(tx *store.Tx) error {
 		// Called with the shared store held: its fence, by hand.
-		if ex.sdb.fence != nil {
-			if err := ex.sdb.fence(tx); err != nil {
+		if l.sdb.fence != nil {
+			if err := l.sdb.fence(tx); err != nil {
 				return err
 			}
 		}
-		if err := ex.write(tx, batch); err != nil {
+		if err := l.write(tx, batch); err != nil {
 			return err
 		}
-		return ex.checkStop(tx)
+		return l.ctl.checkStop(tx)
 	})
 	if err == nil {
-		ex.written(batch)
+		l.written(batch)
 	}
 }
 
 // drain writes what is still buffered, inside tx; nothing if a write
 // behind failed, since what it held would then be missing before it.
-func (ex *execution) drain(tx *store.Tx) error {
-	batch := ex.take()
-	if ex.behindErr() != nil {
+func (l *ledger) drain(tx *store.Tx) error {
+	batch := l.take()
+	if l.behindErr() != nil {
 		return nil
 	}
-	return ex.write(tx, batch)
+	return l.write(tx, batch)
 }

@@ -45,10 +45,10 @@ func TestSharedLockNamesOfLimits(t *testing.T) {
 	}
 	task := &Task{ID: "r.run#0", Limits: lims}
 	before := slices.Clone(task.Limits)
-	ex := &execution{}
+	att := &attemptRunner{}
 	fake := &namedLocks{}
 	locks := newResLocker(fake)
-	unlock, err := locks.lock(context.Background(), "r", ex.limits(task))
+	unlock, err := locks.lock(context.Background(), "r", att.limits(task))
 	if err != nil {
 		t.Fatal(err)
 	}

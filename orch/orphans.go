@@ -32,30 +32,30 @@ type groupRecord struct {
 // recordGroup buffers the record of task id's running attempt; it is
 // written with the next batch (at the latest when the store idles) and
 // removed with the task's final state.
-func (ex *execution) recordGroup(id string, g handler.Group) {
+func (l *ledger) recordGroup(id string, g handler.Group) {
 	raw, err := json.Marshal(groupRecord{Group: g, Runner: os.Getpid(), Host: hostname})
 	if err != nil {
 		return
 	}
-	key := groupKey(ex.rec.UID, id)
-	ex.bufMu.Lock()
-	if ex.groups == nil {
-		ex.groups = map[string]bool{}
+	key := groupKey(l.uid, id)
+	l.bufMu.Lock()
+	if l.groups == nil {
+		l.groups = map[string]bool{}
 	}
-	ex.groups[id] = true
-	ex.buf = append(ex.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
-	ex.bufMu.Unlock()
+	l.groups[id] = true
+	l.buf = append(l.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
+	l.bufMu.Unlock()
 }
 
 // mayHaveGroup reports whether task id may have a record of its attempt
 // in the store: one this run recorded, or any of the plan's from before.
-func (ex *execution) mayHaveGroup(id string) bool {
-	if ex.planGroups {
+func (l *ledger) mayHaveGroup(id string) bool {
+	if l.planGroups {
 		return true
 	}
-	ex.bufMu.Lock()
-	defer ex.bufMu.Unlock()
-	return ex.groups[id]
+	l.bufMu.Lock()
+	defer l.bufMu.Unlock()
+	return l.groups[id]
 }
 
 // hasGroups reports whether the store holds a record of an attempt of plan

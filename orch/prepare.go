@@ -68,7 +68,8 @@ func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]Task, er
 // at 100,000 tasks those would all be in memory at once.
 const prepareChunk = 1024
 
-// prepare looks up every task's resource, base and metaparameters.
+// prepare looks up every task's resource, base and metaparameters, and
+// sets up how the handlers reach the nodes the tasks run on.
 func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error) {
 	shell := &handler.Shell{}
 	if r.Shell != nil {
@@ -76,6 +77,21 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		shell = &cp
 	}
 	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
+	out, locations, err := prepareTasks(tx, rec, shell, ansible)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.wireTransports(resources.NewCatalog(tx), locations, shell, ansible); err != nil {
+		return nil, err
+	}
+	shareReactEdges(rec, out)
+	return out, nil
+}
+
+// prepareTasks prepares every task of rec (prepareTask), with shell and
+// ansible as their handlers, and returns them by id with the locations
+// they run on, each once.
+func prepareTasks(tx *store.Tx, rec *Record, shell *handler.Shell, ansible *handler.Ansible) (map[string]*taskInfo, []string, error) {
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
 	var defs inputDefsCache
 	var locations []string
@@ -87,76 +103,93 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		}
 		info := &taskInfo{node: &rec.Plan.Nodes[i]}
 		out[n.ID] = info
-		res, err := cat.Get(n.Resource)
+		loc, err := prepareTask(tx, cat, info, shell, ansible, &defs)
 		if err != nil {
-			info.problem = fmt.Sprintf("resource %s no longer exists", n.Resource)
-			continue
+			return nil, nil, err
 		}
 		// Every location decides which nodes the run connects to, even
 		// that of a task which cannot run.
-		eff, effErr := cat.Effective(n.Resource)
-		loc, _ := eff[resources.LocationInput].(string)
-		if effErr == nil && loc != "" && !seen[loc] {
+		if loc != "" && !seen[loc] {
 			seen[loc] = true
 			locations = append(locations, loc)
 		}
-		script, ok := res.Base.Actions[n.Action]
-		if !ok {
-			info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
-			continue
-		}
-		// The handlers are completed below, once every location is known:
-		// they are pointers, shared by every task.
-		h, err := handler.ByName(res.Base.Handler, shell, ansible)
+	}
+	return out, locations, nil
+}
+
+// prepareTask fills in info from its task's resource, read from cat. It
+// returns the location of the resource (if its effective inputs could be
+// read), even for a task that cannot run: that one only gets its problem.
+func prepareTask(tx *store.Tx, cat *resources.Catalog, info *taskInfo, shell *handler.Shell, ansible *handler.Ansible, defs *inputDefsCache) (string, error) {
+	n := info.node
+	res, err := cat.Get(n.Resource)
+	if err != nil {
+		info.problem = fmt.Sprintf("resource %s no longer exists", n.Resource)
+		return "", nil
+	}
+	eff, effErr := cat.Effective(n.Resource)
+	var loc string
+	if effErr == nil {
+		loc, _ = eff[resources.LocationInput].(string)
+	}
+	script, ok := res.Base.Actions[n.Action]
+	if !ok {
+		info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
+		return loc, nil
+	}
+	// The handlers are completed once every location is known
+	// (wireTransports): they are pointers, shared by every task.
+	h, err := handler.ByName(res.Base.Handler, shell, ansible)
+	if err != nil {
+		info.problem = err.Error()
+		return loc, nil
+	}
+	if effErr != nil {
+		return "", effErr
+	}
+	info.location = loc
+	info.handler, info.noop = h, res.Base.Handler == "noop"
+	info.checks = res.Base.Checks(n.Action)
+	info.baseDir, info.script = res.Base.Dir, script
+	m := res.EffectiveMeta()
+	if m.Retry != nil {
+		info.retry = *m.Retry
+	}
+	if m.Delay != nil {
+		info.delay = time.Duration(*m.Delay)
+	}
+	if m.Timeout != nil {
+		info.timeout = time.Duration(*m.Timeout)
+	}
+	info.semaList = m.Sema
+	info.inputDefs = defs.of(&res.Base)
+	// Sensitivity follows the value: an input fed by a sensitive one
+	// is masked in logs and errors too.
+	if info.sensitive, err = cat.SensitiveInputs(n.Resource); err != nil {
+		return "", err
+	}
+	if len(info.sensitive) == 0 {
+		info.sensitive = nil
+	}
+	if !info.noop {
+		// A noop task never reads them: its commit finds what they are
+		// then (a noop resource's record is 300 bytes of heap a task).
+		info.inputs = eff
+		// Kept for the commit after the task ran, which then need not
+		// decode the record again while it is unchanged (keepResource).
+		raw, err := tx.Peek(store.Resources, n.Resource)
 		if err != nil {
-			info.problem = err.Error()
-			continue
+			return "", err
 		}
-		if effErr != nil {
-			return nil, effErr
-		}
-		info.location = loc
-		info.handler, info.noop = h, res.Base.Handler == "noop"
-		info.checks = res.Base.Checks(n.Action)
-		info.baseDir, info.script = res.Base.Dir, script
-		m := res.EffectiveMeta()
-		if m.Retry != nil {
-			info.retry = *m.Retry
-		}
-		if m.Delay != nil {
-			info.delay = time.Duration(*m.Delay)
-		}
-		if m.Timeout != nil {
-			info.timeout = time.Duration(*m.Timeout)
-		}
-		info.semaList = m.Sema
-		info.inputDefs = defs.of(&res.Base)
-		// Sensitivity follows the value: an input fed by a sensitive one
-		// is masked in logs and errors too.
-		if info.sensitive, err = cat.SensitiveInputs(n.Resource); err != nil {
-			return nil, err
-		}
-		if len(info.sensitive) == 0 {
-			info.sensitive = nil
-		}
-		if !info.noop {
-			// A noop task never reads them: its commit finds what they are
-			// then (a noop resource's record is 300 bytes of heap a task).
-			info.inputs = eff
-			// Kept for the commit after the task ran, which then need not
-			// decode the record again while it is unchanged (keepResource).
-			raw, err := tx.Peek(store.Resources, n.Resource)
-			if err != nil {
-				return nil, err
-			}
-			info.res, info.resSum = res, maphash.Bytes(resSeed, raw)
-		}
+		info.res, info.resSum = res, maphash.Bytes(resSeed, raw)
 	}
-	if err := r.wireTransports(resources.NewCatalog(tx), locations, shell, ansible); err != nil {
-		return nil, err
-	}
-	// Every task's react edges share one array, cut to size: grown one
-	// task at a time, copies of them took 30 MB at 100,000 tasks.
+	return loc, nil
+}
+
+// shareReactEdges gives every task of rec, out by id, a copy of the plan's
+// react edges from it. They share one array, cut to size: grown one task
+// at a time, copies of them took 30 MB at 100,000 tasks.
+func shareReactEdges(rec *Record, out map[string]*taskInfo) {
 	counts := map[*taskInfo]int{}
 	n := 0
 	for i := range rec.Plan.Edges {
@@ -174,7 +207,6 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 			out[e.From].reactOut = append(out[e.From].reactOut, *e)
 		}
 	}
-	return out, nil
 }
 
 // inputDefsCache shares the by-name index of a base's inputs between the

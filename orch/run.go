@@ -3,7 +3,6 @@ package orch
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,43 +126,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	}
 	defer func() { _ = unlock() }()
 
-	var (
-		rec      *Record
-		initial  map[string]State
-		infos    map[string]*taskInfo
-		leftover map[string]groupRecord
-		grouped  bool
-		edits    uint64
-	)
-	err = sdb.Update(func(tx *store.Tx) error {
-		var err error
-		if rec, err = Load(tx, r.UID); err != nil {
-			return err
-		}
-		if err := claim(tx, r.UID, r.Now(), token, locks.Leased()); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
-			return err
-		}
-		if initial, err = States(tx, rec); err != nil {
-			return err
-		}
-		if r.Prepare != nil {
-			if initial, err = r.Prepare(tx, rec, initial); err != nil {
-				return err
-			}
-		}
-		if leftover, err = orphanGroups(tx); err != nil {
-			return err
-		}
-		if grouped, err = hasGroups(tx, r.UID); err != nil {
-			return err
-		}
-		edits = editCount(tx, r.UID)
-		infos, err = r.prepare(tx, rec)
-		return err
-	})
+	start, err := r.claimPlan(sdb, token, locks.Leased())
 	if err != nil {
 		// Nothing runs (the plan may be finished already: a runner was
 		// killed after its last task), but what dead runners left in
@@ -172,9 +135,84 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		_ = r.sweep()
 		return nil, nil, err
 	}
-	// What a run that died left behind goes before anything starts: its
-	// scripts (which must never run beside their resumed copies) and its
-	// private files (which hold secrets).
+	r.fenceWrites(sdb, token)
+	if err := r.clearLeftovers(sdb, start.leftover); err != nil {
+		return nil, nil, err
+	}
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
+	resLocks := newResLocker(locks)
+	defer resLocks.close()
+	ex := r.newExecution(sdb, start, stop, kill, resLocks)
+	watching := make(chan struct{})
+	defer close(watching)
+	go ex.watchLease(locks, watching)
+	ex.start(start.initial)
+	states, walkErr := ex.walk(ctx, start)
+	return ex.finish(states, walkErr)
+}
+
+// planStart is what the transaction that claims a plan reads: all a run
+// starts from.
+type planStart struct {
+	rec      *Record
+	initial  map[string]State       // the task states the walk starts from
+	infos    map[string]*taskInfo   // by task id
+	leftover map[string]groupRecord // attempts of dead runners (orphanGroups)
+	grouped  bool                   // the store holds records of the plan's attempts
+	edits    uint64                 // the plan's edit count (edit.go)
+}
+
+// claimPlan claims the plan for this process and reads what its run
+// starts from, in one transaction, and clears a stop request left from an
+// earlier run. locked means this process holds the plan's store lock.
+func (r *Runner) claimPlan(sdb *sharedDB, token string, locked bool) (*planStart, error) {
+	var start *planStart
+	err := sdb.Update(func(tx *store.Tx) error {
+		start = &planStart{}
+		var err error
+		if start.rec, err = Load(tx, r.UID); err != nil {
+			return err
+		}
+		if err := claim(tx, r.UID, r.Now(), token, locked); err != nil {
+			return err
+		}
+		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
+			return err
+		}
+		return r.loadPlan(tx, start)
+	})
+	return start, err
+}
+
+// loadPlan reads, in the transaction that claims the plan start.rec, the
+// rest of what the run starts from: the task states (as Runner.Prepare
+// makes them), the attempts dead runners left, and every task's
+// preparation.
+func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
+	var err error
+	if start.initial, err = States(tx, start.rec); err != nil {
+		return err
+	}
+	if r.Prepare != nil {
+		if start.initial, err = r.Prepare(tx, start.rec, start.initial); err != nil {
+			return err
+		}
+	}
+	if start.leftover, err = orphanGroups(tx); err != nil {
+		return err
+	}
+	if start.grouped, err = hasGroups(tx, r.UID); err != nil {
+		return err
+	}
+	start.edits = editCount(tx, r.UID)
+	start.infos, err = r.prepare(tx, start.rec)
+	return err
+}
+
+// fenceWrites makes every write of the run check first that it still
+// holds its claim (fence).
+func (r *Runner) fenceWrites(sdb *sharedDB, token string) {
 	sdb.fence = func(tx *store.Tx) error {
 		// The records every write of the run reads: its claim (fence),
 		// a stop request (checkStop) and the edit count (lookForEdits).
@@ -184,84 +222,111 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 		}
 		return fence(tx, r.UID, token)
 	}
-	if err := r.killOrphans(sdb, leftover); err != nil {
-		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
-		return nil, nil, err
-	}
-	if err := r.sweep(); err != nil {
-		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
-		return nil, nil, err
-	}
-	ctx, kill := context.WithCancel(ctx)
-	defer kill()
-	ex := &execution{r: r, sdb: sdb, rec: rec, infos: infos, outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, kill: kill,
-		effective: map[string]map[string]any{}, userStop: stop, stopped: make(chan struct{}),
-		edits: edits, external: map[string]string{}, locks: newResLocker(locks), planGroups: grouped}
-	defer ex.locks.close()
-	watching := make(chan struct{})
-	defer close(watching)
-	go ex.watchLease(locks, watching)
-	_, ex.opens, _ = sdb.acquireCounted()
-	sdb.release()
-	for _, info := range infos {
-		if info.inputs != nil {
-			ex.effective[info.node.Resource] = info.inputs
-		}
-	}
-	// The idle timer armed by the first transaction may fire at any time.
-	sdb.mu.Lock()
-	sdb.beforeClose = ex.flushOnClose
-	sdb.mu.Unlock()
-	go ex.watchStop()
-	streamDone := make(chan struct{})
-	streamStopped := make(chan struct{})
-	go ex.streamLogs(streamDone, streamStopped)
-	if r.Started != nil {
-		r.Started(rec, initial)
-	}
+}
 
-	tasks, walkErr := walkTasks(rec, infos, r.PerNode)
-	lastLoaded.forget(rec)
-	rec.Plan.Edges = nil
-	w := &Walker{Concurrency: r.Concurrency, Run: ex.run, Persist: ex.persist, PersistBatch: ex.persistBatch,
-		Begin: ex.begin, Sync: ex.syncLast, Progress: r.Progress, Now: r.Now}
-	var states map[string]State
-	if walkErr == nil { // a bad sema entry fails the run where the walker refused it before
-		states, walkErr = w.Walk(ctx, tasks, initial, ex.stopped)
+// clearLeftovers removes what a run that died left behind, before anything
+// starts: its scripts (which must never run beside their resumed copies)
+// and its private files (which hold secrets). If it cannot, the run
+// releases the plan it claimed and ends.
+func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]groupRecord) error {
+	err := r.killOrphans(sdb, leftover)
+	if err == nil {
+		err = r.sweep()
 	}
-	ex.closeStop()
-	close(streamDone)
-	<-streamStopped
-	if err := ex.waitBehind(); err != nil && walkErr == nil {
+	if err != nil {
+		_ = sdb.Update(func(tx *store.Tx) error { return tx.Delete(store.Plans, runnerKey(r.UID)) })
+	}
+	return err
+}
+
+// newExecution wires the parts of a run of start's plan: its control
+// (stop, the caller's stop channel, and kill, which cancels the context
+// its tasks run with), its ledger, and its attempt runner, which takes
+// resource locks and slots from locks.
+func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
+	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
+	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.grouped)
+	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
+	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
+}
+
+// start sets the run going beside the walk: the store's idle writes, the
+// stop watcher and the stream of running attempts' lines; then it tells
+// Runner.Started.
+func (ex *execution) start(initial map[string]State) {
+	_, ex.ctl.opens, _ = ex.sdb.acquireCounted()
+	ex.sdb.release()
+	// The idle timer armed by the first transaction may fire at any time.
+	ex.sdb.mu.Lock()
+	ex.sdb.beforeClose = ex.led.flushOnClose
+	ex.sdb.mu.Unlock()
+	go ex.ctl.watchStop()
+	streamDone, streamStopped := make(chan struct{}), make(chan struct{})
+	go ex.att.streamLogs(streamDone, streamStopped)
+	ex.stopLogs = func() {
+		close(streamDone)
+		<-streamStopped
+	}
+	if ex.r.Started != nil {
+		ex.r.Started(ex.rec, initial)
+	}
+}
+
+// walk runs the plan's tasks from start's states until all are finished
+// or the run stops, and returns the walker's states.
+func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]State, error) {
+	r := ex.r
+	tasks, err := walkTasks(ex.rec, start.infos, r.PerNode)
+	lastLoaded.forget(ex.rec)
+	ex.rec.Plan.Edges = nil
+	if err != nil { // a bad sema entry fails the run where the walker refused it before
+		return nil, err
+	}
+	w := &Walker{Concurrency: r.Concurrency, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
+		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
+	return w.Walk(ctx, tasks, start.initial, ex.ctl.stopped)
+}
+
+// finish ends the run once its walk has, with states and walkErr: what
+// runs beside the walk stops, what is buffered is written, and the plan
+// is released (closed if nothing is left to do). It returns Run's results.
+func (ex *execution) finish(states map[string]State, walkErr error) (*Record, map[string]State, error) {
+	ex.ctl.closeStop()
+	ex.stopLogs()
+	if err := ex.led.waitBehind(); err != nil && walkErr == nil {
 		walkErr = err
 	}
-	// Finish: write what is buffered, release the plan, close it if done.
-	err = sdb.Update(func(tx *store.Tx) error {
-		if err := ex.drain(tx); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, runnerKey(r.UID)); err != nil {
-			return err
-		}
-		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
-			return err
-		}
-		if states == nil {
-			return nil
-		}
-		final, err := ex.finalStates(tx, states, walkErr)
-		if err != nil {
-			return err
-		}
-		return SetOpen(tx, r.UID, !Done(final))
-	})
+	err := ex.sdb.Update(func(tx *store.Tx) error { return ex.release(tx, states, walkErr) })
 	if lost := ex.lostLease(); lost != nil {
-		return rec, states, lost
+		return ex.rec, states, lost
 	}
 	if walkErr != nil {
-		return rec, states, walkErr
+		return ex.rec, states, walkErr
 	}
-	return rec, states, err
+	return ex.rec, states, err
+}
+
+// release writes what is buffered, releases the plan, and closes it if
+// nothing is left to do, in tx.
+func (ex *execution) release(tx *store.Tx, states map[string]State, walkErr error) error {
+	uid := ex.r.UID
+	if err := ex.led.drain(tx); err != nil {
+		return err
+	}
+	if err := tx.Delete(store.Plans, runnerKey(uid)); err != nil {
+		return err
+	}
+	if err := tx.Delete(store.Plans, stopKey(uid)); err != nil {
+		return err
+	}
+	if states == nil {
+		return nil
+	}
+	final, err := ex.ctl.finalStates(tx, states, walkErr)
+	if err != nil {
+		return err
+	}
+	return SetOpen(tx, uid, !Done(final))
 }
 
 // openStore sets defaults and returns the run's store; done closes it and
@@ -304,60 +369,18 @@ func Stopped(st State) bool {
 // killed is the error of a task whose run was killed while it ran.
 const killed = "killed"
 
-// execution is the state of one Run.
+// execution is one Run under way: its plan, and the parts that run it,
+// each with one job, wired by newExecution. It is what Run's later steps
+// (start, walk, finish) and the lease watcher (claim.go) work on.
 type execution struct {
-	r     *Runner
-	sdb   *sharedDB
-	rec   *Record
-	infos map[string]*taskInfo
+	r   *Runner
+	sdb *sharedDB
+	rec *Record
 
-	mu      sync.Mutex
-	outputs map[string]map[string]any // task id -> outputs of its successful run
-	ran     map[string]map[string]any // task id -> inputs it ran with
-	// effective holds each resource's effective inputs, read once when the
-	// run starts (one catalog, so a long chain costs linear time) and
-	// refreshed for the receivers of a task's outputs. Changes made by
-	// other commands during the run are seen by the next run.
-	effective map[string]map[string]any
+	ctl *control       // stop requests and live edits
+	led *ledger        // the run's writes and the commits of finished tasks
+	att *attemptRunner // the tasks' attempts
 
-	// buf holds the changes not written yet (see persist), started the
-	// place in buf of each task's buffered INPROGRESS state, and spare an
-	// emptied buffer to reuse. groups holds the tasks whose attempts this
-	// run recorded (recordGroup); planGroups says whether the store held
-	// records of attempts of the plan when the run started. A task
-	// outside both has no record to remove when it finishes.
-	bufMu   sync.Mutex
-	buf     []pendingWrite
-	started map[string]int
-	spare   []pendingWrite
-	// behind is closed when the write behind in flight ends (nil when
-	// none is); behindFailed is the error of the first that failed.
-	behind       chan struct{}
-	behindFailed error
-	// durable waits until the last eager write (flush) is on disk.
-	durable    func() error
-	groups     map[string]bool
-	planGroups bool
-
-	userStop <-chan struct{}
-	stopped  chan struct{}
-	stopOnce sync.Once
-
-	logs  liveLogs
-	locks resLocker
-
-	// Seen only by the walker's goroutine (begin): how many times the
-	// store had been opened, and the plan's edit count, when the runner
-	// last looked; and the tasks other commands skipped, with the reason.
-	opens  uint64
-	looked time.Time // when flush last looked for edits (shared stores)
-
-	// stopLooked is when an idle flush last looked for a stop request
-	// (unix nanoseconds).
-	stopLooked atomic.Int64
-	kill       context.CancelFunc // kills running tasks: orch stop --kill
-	killing    atomic.Bool
-	leaseLost  atomic.Pointer[error] // why the run lost its leases (claim.go)
-	edits      uint64
-	external   map[string]string
+	stopLogs  func()                // ends the stream of running attempts' lines (start)
+	leaseLost atomic.Pointer[error] // why the run lost its leases (claim.go)
 }

@@ -455,16 +455,16 @@ func TestRunnerClaim(t *testing.T) {
 // writes keep their order, and that a final state after a flush is
 // buffered alone.
 func TestBufferedStartReplaced(t *testing.T) {
-	ex := &execution{}
+	l := &ledger{}
 	start := State{Status: StatusInProgress, Start: time.Unix(1, 0)}
 	end := State{Status: StatusNoop, Start: time.Unix(1, 0), End: time.Unix(2, 0)}
 	logged := 0
-	ex.bufMu.Lock()
-	ex.bufferState("a", start)
-	ex.bufferState("b", start)
-	ex.buf = append(ex.buf, pendingWrite{write: func(*store.Tx) error { logged++; return nil }})
-	ex.bufferState("a", end)
-	ex.bufMu.Unlock()
+	l.bufMu.Lock()
+	l.bufferState("a", start)
+	l.bufferState("b", start)
+	l.buf = append(l.buf, pendingWrite{write: func(*store.Tx) error { logged++; return nil }})
+	l.bufferState("a", end)
+	l.bufMu.Unlock()
 	type w struct {
 		id     string
 		status Status
@@ -479,15 +479,15 @@ func TestBufferedStartReplaced(t *testing.T) {
 		}
 		return out
 	}
-	got := view(ex.take())
+	got := view(l.take())
 	want := []w{{"b", StatusInProgress, false}, {"", "", true}, {"a", StatusNoop, false}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("buffered %v, want %v", got, want)
 	}
-	ex.bufMu.Lock()
-	ex.bufferState("b", end)
-	ex.bufMu.Unlock()
-	if got, want := view(ex.take()), []w{{"b", StatusNoop, false}}; !reflect.DeepEqual(got, want) {
+	l.bufMu.Lock()
+	l.bufferState("b", end)
+	l.bufMu.Unlock()
+	if got, want := view(l.take()), []w{{"b", StatusNoop, false}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after a flush, buffered %v, want %v", got, want)
 	}
 }
@@ -543,15 +543,15 @@ func TestInputDefsShared(t *testing.T) {
 // (a run of 100,000 tasks held them all), and that it holds those of a
 // task whose final state is not written yet.
 func TestWrittenForgetsRanInputs(t *testing.T) {
-	ex := &execution{
+	l := &ledger{
 		outputs: map[string]map[string]any{"a": {"o": 1}, "b": {"o": 2}},
 		ran:     map[string]map[string]any{"a": {"i": 1}, "b": {"i": 2}},
 	}
-	ex.written([]pendingWrite{{id: "a", st: State{Status: StatusSuccess}}, {id: "b", st: State{Status: StatusInProgress}}, {}})
-	if _, ok := ex.ran["a"]; ok || ex.outputs["a"] != nil {
+	l.written([]pendingWrite{{id: "a", st: State{Status: StatusSuccess}}, {id: "b", st: State{Status: StatusInProgress}}, {}})
+	if _, ok := l.ran["a"]; ok || l.outputs["a"] != nil {
 		t.Error("a's inputs and outputs kept after its final state was written")
 	}
-	if ex.ran["b"] == nil || ex.outputs["b"] == nil {
+	if l.ran["b"] == nil || l.outputs["b"] == nil {
 		t.Error("b's inputs and outputs dropped before its final state was written")
 	}
 }
@@ -735,8 +735,8 @@ func TestFinalStates(t *testing.T) {
 			{"a walk that failed", edits, map[string]string{}, errors.New("persist failed"), ReasonFiltered},
 			{"no skip seen, none made since", edits, map[string]string{}, nil, ReasonStopped},
 		} {
-			ex := &execution{rec: rec, edits: tt.edits, external: tt.external}
-			got, err := ex.finalStates(tx, walked, tt.walkErr)
+			ctl := &control{rec: rec, edits: tt.edits, external: tt.external}
+			got, err := ctl.finalStates(tx, walked, tt.walkErr)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,112 @@
+package orch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/solarops/solar/store"
+)
+
+// TestControlStopRequest checks the control watcher's stop contract: a
+// stop request in the store stops the walk; one that asks for a kill
+// also kills running tasks, once however often it is seen; no request
+// does neither.
+func TestControlStopRequest(t *testing.T) {
+	path, uid := noopStack(t, []string{"a"})
+	for _, tt := range []struct {
+		name     string
+		request  []byte // nil: no request
+		wantStop bool
+		wantKill int
+	}{
+		{"no request", nil, false, 0},
+		{"soft", []byte{}, true, 0},
+		{"kill", []byte(stopKill), true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kills, notes := 0, 0
+			var c *control
+			update(t, path, func(tx *store.Tx) error {
+				rec, err := Load(tx, uid)
+				if err != nil {
+					return err
+				}
+				c = newControl(&sharedDB{store: store.NewHandle(path)}, rec, func(string) { notes++ }, nil, func() { kills++ }, 0)
+				if tt.request != nil {
+					if err := tx.Put(store.Plans, stopKey(uid), tt.request); err != nil {
+						return err
+					}
+				}
+				// Every write of the ledger looks: the second look must
+				// not kill again.
+				for range 2 {
+					if err := c.checkStop(tx); err != nil {
+						return err
+					}
+				}
+				return tx.Delete(store.Plans, stopKey(uid))
+			})
+			stopped := false
+			select {
+			case <-c.stopped:
+				stopped = true
+			default:
+			}
+			if stopped != tt.wantStop || kills != tt.wantKill || notes != tt.wantKill {
+				t.Errorf("stopped %v, killed %d times, noted %d; want stopped %v, killed and noted %d",
+					stopped, kills, notes, tt.wantStop, tt.wantKill)
+			}
+		})
+	}
+}
+
+// TestControlSkipped checks the control watcher's edit contract on a
+// store of one machine: a task another command skipped is refused with
+// its reason once the store was let go (opened again) since the runner
+// last looked, and the runner does not read the store for it while it
+// kept the store open (no other process could write).
+func TestControlSkipped(t *testing.T) {
+	path, uid := noopStack(t, []string{"a", "b"})
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rec *Record
+	if err := db.View(func(tx *store.Tx) error {
+		rec, err = Load(tx, uid)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := newControl(&sharedDB{store: store.NewHandle(path)}, rec, nil, nil, func() {}, 0)
+	c.opens = 1
+	if err := db.Update(func(tx *store.Tx) error {
+		states, err := States(tx, rec)
+		if err != nil {
+			return err
+		}
+		return skipTasks(tx, uid, []string{"b.run#0"}, states, ReasonFiltered, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		opens  uint64
+		id     string
+		skip   bool
+		reason string
+	}{
+		{"store kept open: not looked for", 1, "b.run#0", false, ""},
+		{"store opened again: seen", 2, "b.run#0", true, ReasonFiltered},
+		{"a task nobody skipped", 2, "a.run#0", false, ""},
+	} {
+		reason, skip, err := c.skipped(db, tt.opens, tt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skip != tt.skip || reason != tt.reason {
+			t.Errorf("%s: skipped %v (%q), want %v (%q)", tt.name, skip, reason, tt.skip, tt.reason)
+		}
+	}
+}
