@@ -84,7 +84,7 @@ func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
 			Location: info.location, Timeout: info.timeout,
-			Started: func(g handler.Group) { a.led.recordGroup(t.ID, g) },
+			Started: func(g handler.Procs) { a.led.recordProcs(t.ID, g) },
 			Output:  func(l handler.Line) { a.output(t.ID, l) },
 		})
 		a.logs.end(t.ID)

@@ -51,8 +51,8 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 	if err := PutState(tx, l.uid, id, st); err != nil {
 		return err
 	}
-	if st.Status.Finished() && l.mayHaveGroup(id) {
-		if err := tx.Delete(store.Plans, groupKey(l.uid, id)); err != nil {
+	if st.Status.Finished() && l.mayHaveProcs(id) {
+		if err := tx.Delete(store.Plans, procsKey(l.uid, id)); err != nil {
 			return err
 		}
 	}

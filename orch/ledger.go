@@ -21,7 +21,7 @@ import (
 //
 // The walker's goroutine calls begin, persist, persistBatch and syncLast
 // (Walker.Begin, Persist, PersistBatch, Sync); the tasks' goroutines call
-// gateOf, inputs, keepRan, later and recordGroup; the store's idle timer
+// gateOf, inputs, keepRan, later and recordProcs; the store's idle timer
 // calls flushOnClose with the store held; Run calls drain once the walk
 // has ended. bufMu guards the buffer and the write behind, mu the values
 // tasks ran with and sent.
@@ -51,8 +51,8 @@ type ledger struct {
 
 	// buf holds the changes not written yet (see persist), started the
 	// place in buf of each task's buffered INPROGRESS state, and spare an
-	// emptied buffer to reuse. groups holds the tasks whose attempts this
-	// run recorded (recordGroup); planGroups says whether the store held
+	// emptied buffer to reuse. procs holds the tasks whose attempts this
+	// run recorded (recordProcs); planProcs says whether the store held
 	// records of attempts of the plan when the run started. A task
 	// outside both has no record to remove when it finishes.
 	bufMu   sync.Mutex
@@ -64,9 +64,9 @@ type ledger struct {
 	behind       chan struct{}
 	behindFailed error
 	// durable waits until the last eager write (flush) is on disk.
-	durable    func() error
-	groups     map[string]bool
-	planGroups bool
+	durable   func() error
+	procs     map[string]bool
+	planProcs bool
 
 	// stopLooked is when an idle flush last looked for a stop request
 	// (unix nanoseconds).
@@ -74,10 +74,10 @@ type ledger struct {
 }
 
 // newLedger returns the ledger of a run of plan uid's tasks, infos, whose
-// store held records of the plan's attempts if grouped. Each task's
+// store held records of the plan's attempts if hasProcs. Each task's
 // resource starts with the effective inputs prepare read.
-func newLedger(sdb *sharedDB, uid string, infos map[string]*taskInfo, now func() time.Time, ctl *control, grouped bool) *ledger {
-	l := &ledger{sdb: sdb, uid: uid, infos: infos, now: now, ctl: ctl, planGroups: grouped,
+func newLedger(sdb *sharedDB, uid string, infos map[string]*taskInfo, now func() time.Time, ctl *control, hasProcs bool) *ledger {
+	l := &ledger{sdb: sdb, uid: uid, infos: infos, now: now, ctl: ctl, planProcs: hasProcs,
 		outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, effective: map[string]map[string]any{}}
 	for _, info := range infos {
 		if info.inputs != nil {

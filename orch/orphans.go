@@ -19,65 +19,65 @@ import (
 // see package handler); this is the second line, for a watchdog that was
 // killed too or a group that outlived it.
 
-func groupPrefix(uid string) string  { return "group/" + uid + "/" }
-func groupKey(uid, id string) string { return groupPrefix(uid) + id }
+func procsPrefix(uid string) string  { return "group/" + uid + "/" }
+func procsKey(uid, id string) string { return procsPrefix(uid) + id }
 
-// groupRecord is the stored record of one running attempt.
-type groupRecord struct {
-	Group  handler.Group `json:"group"`
+// procsRecord is the stored record of one running attempt.
+type procsRecord struct {
+	Procs  handler.Procs `json:"group"`
 	Runner int           `json:"runner"`         // pid of the runner that started it
 	Host   string        `json:"host,omitempty"` // the machine it runs on
 }
 
-// recordGroup buffers the record of task id's running attempt; it is
+// recordProcs buffers the record of task id's running attempt; it is
 // written with the next batch (at the latest when the store idles) and
 // removed with the task's final state.
-func (l *ledger) recordGroup(id string, g handler.Group) {
-	raw, err := json.Marshal(groupRecord{Group: g, Runner: os.Getpid(), Host: hostname})
+func (l *ledger) recordProcs(id string, g handler.Procs) {
+	raw, err := json.Marshal(procsRecord{Procs: g, Runner: os.Getpid(), Host: hostname})
 	if err != nil {
 		return
 	}
-	key := groupKey(l.uid, id)
+	key := procsKey(l.uid, id)
 	l.bufMu.Lock()
-	if l.groups == nil {
-		l.groups = map[string]bool{}
+	if l.procs == nil {
+		l.procs = map[string]bool{}
 	}
-	l.groups[id] = true
+	l.procs[id] = true
 	l.buf = append(l.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
 	l.bufMu.Unlock()
 }
 
-// mayHaveGroup reports whether task id may have a record of its attempt
+// mayHaveProcs reports whether task id may have a record of its attempt
 // in the store: one this run recorded, or any of the plan's from before.
-func (l *ledger) mayHaveGroup(id string) bool {
-	if l.planGroups {
+func (l *ledger) mayHaveProcs(id string) bool {
+	if l.planProcs {
 		return true
 	}
 	l.bufMu.Lock()
 	defer l.bufMu.Unlock()
-	return l.groups[id]
+	return l.procs[id]
 }
 
-// hasGroups reports whether the store holds a record of an attempt of plan
+// hasProcs reports whether the store holds a record of an attempt of plan
 // uid, of any runner or machine.
-func hasGroups(tx *store.Tx, uid string) (bool, error) {
+func hasProcs(tx *store.Tx, uid string) (bool, error) {
 	found := false
-	err := tx.ForEach(store.Plans, groupPrefix(uid), func(string, []byte) error {
+	err := tx.ForEach(store.Plans, procsPrefix(uid), func(string, []byte) error {
 		found = true
 		return store.ErrStop
 	})
 	return found, err
 }
 
-// orphanGroups returns the recorded attempts, of any plan, whose runner is
+// orphanProcs returns the recorded attempts, of any plan, whose runner is
 // no longer alive, by key. Attempts of other machines (a shared store) are
 // their own machine's business: a pid means nothing here.
-func orphanGroups(tx *store.Tx) (map[string]groupRecord, error) {
-	out := map[string]groupRecord{}
+func orphanProcs(tx *store.Tx) (map[string]procsRecord, error) {
+	out := map[string]procsRecord{}
 	err := tx.ForEach(store.Plans, "group/", func(k string, v []byte) error {
-		var g groupRecord
+		var g procsRecord
 		if json.Unmarshal(v, &g) != nil {
-			out[k] = groupRecord{} // unreadable: nothing to kill, drop it
+			out[k] = procsRecord{} // unreadable: nothing to kill, drop it
 			return nil
 		}
 		if g.Host != "" && g.Host != hostname {
@@ -118,18 +118,18 @@ const orphanWait = 10 * time.Second
 // killOrphans ends what is left of the attempts of dead runners and drops
 // their records. A group that will not die fails the run: starting the
 // task beside it is what must never happen.
-func (r *Runner) killOrphans(sdb *sharedDB, left map[string]groupRecord) error {
+func (r *Runner) killOrphans(sdb *sharedDB, left map[string]procsRecord) error {
 	if len(left) == 0 {
 		return nil
 	}
 	for key, g := range left {
-		if g.Group.PGID == 0 {
+		if g.Procs.PGID == 0 {
 			continue
 		}
-		n, err := handler.KillGroup(g.Group, orphanWait)
+		n, err := handler.KillProcs(g.Procs, orphanWait)
 		uid, task, _ := strings.Cut(strings.TrimPrefix(key, "group/"), "/")
 		if err != nil {
-			return fmt.Errorf("task %s of plan %s: %w; end them by hand (kill -KILL -- -%d), then run again", task, uid, err, g.Group.PGID)
+			return fmt.Errorf("task %s of plan %s: %w; end them by hand (kill -KILL -- -%d), then run again", task, uid, err, g.Procs.PGID)
 		}
 		if n > 0 && r.Note != nil {
 			r.Note(fmt.Sprintf("killed %d leftover process(es) of %s (plan %s), whose runner (pid %d) is gone", n, task, uid, g.Runner))

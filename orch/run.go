@@ -158,8 +158,8 @@ type planStart struct {
 	rec      *Record
 	initial  map[string]State       // the task states the walk starts from
 	infos    map[string]*taskInfo   // by task id
-	leftover map[string]groupRecord // attempts of dead runners (orphanGroups)
-	grouped  bool                   // the store holds records of the plan's attempts
+	leftover map[string]procsRecord // attempts of dead runners (orphanProcs)
+	hasProcs bool                   // the store holds records of the plan's attempts
 	edits    uint64                 // the plan's edit count (edit.go)
 }
 
@@ -199,10 +199,10 @@ func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
 			return err
 		}
 	}
-	if start.leftover, err = orphanGroups(tx); err != nil {
+	if start.leftover, err = orphanProcs(tx); err != nil {
 		return err
 	}
-	if start.grouped, err = hasGroups(tx, r.UID); err != nil {
+	if start.hasProcs, err = hasProcs(tx, r.UID); err != nil {
 		return err
 	}
 	start.edits = editCount(tx, r.UID)
@@ -228,7 +228,7 @@ func (r *Runner) fenceWrites(sdb *sharedDB, token string) {
 // starts: its scripts (which must never run beside their resumed copies)
 // and its private files (which hold secrets). If it cannot, the run
 // releases the plan it claimed and ends.
-func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]groupRecord) error {
+func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]procsRecord) error {
 	err := r.killOrphans(sdb, leftover)
 	if err == nil {
 		err = r.sweep()
@@ -245,7 +245,7 @@ func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]groupRecord) 
 // resource locks and slots from locks.
 func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
 	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
-	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.grouped)
+	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
 	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }

@@ -499,18 +499,18 @@ func TestBufferedStartReplaced(t *testing.T) {
 func TestRunnerRemovesAttemptRecords(t *testing.T) {
 	path, uid := chain4(t)
 	update(t, path, func(tx *store.Tx) error {
-		raw, err := json.Marshal(groupRecord{Runner: 1, Host: "elsewhere.invalid"})
+		raw, err := json.Marshal(procsRecord{Runner: 1, Host: "elsewhere.invalid"})
 		if err != nil {
 			return err
 		}
-		return tx.Put(store.Plans, groupKey(uid, "n2.run#0"), raw)
+		return tx.Put(store.Plans, procsKey(uid, "n2.run#0"), raw)
 	})
 	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 2, PerNode: 1}
 	if _, _, err := r.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	view(t, path, func(tx *store.Tx) error {
-		return tx.ForEach(store.Plans, groupPrefix(uid), func(k string, _ []byte) error {
+		return tx.ForEach(store.Plans, procsPrefix(uid), func(k string, _ []byte) error {
 			t.Errorf("record %s left after its task finished", k)
 			return nil
 		})

@@ -134,7 +134,7 @@ func prepareAnsible(dir, token, path string, target Target, vars []byte, req Req
 			// What ansible-playbook left running (an SSH control master
 			// waiting out ControlPersist) carries the attempt's token: it
 			// goes too, before its socket's directory is removed.
-			_, _ = KillGroup(Group{Boot: bootID(), Token: token}, time.Second)
+			_, _ = KillProcs(Procs{Boot: bootID(), Token: token}, time.Second)
 			files.remove()
 		},
 	}, nil
@@ -464,7 +464,7 @@ func sweepControlDirs() error {
 		}
 		// The attempt's note, in the run directory, names the same
 		// processes: they are most often gone by now.
-		if _, err := KillGroup(Group{Boot: bootID(), Token: token}, survivorWait); err != nil {
+		if _, err := KillProcs(Procs{Boot: bootID(), Token: token}, survivorWait); err != nil {
 			return fmt.Errorf("the SSH control master in %s: %w", filepath.Join(root, e.Name()), err)
 		}
 		_ = os.RemoveAll(filepath.Join(root, e.Name()))

@@ -24,7 +24,7 @@ type Request struct {
 	Timeout   time.Duration // per attempt; 0 is none
 	// Started, if set, is told the attempt's process group when it runs on
 	// this machine (see Attempt.Started).
-	Started func(Group)
+	Started func(Procs)
 	// Gate, if set, is called just before the script starts, once the
 	// attempt is otherwise ready (files written, pipes made): the script
 	// starts only if it returns nil. A runner gives one that waits until

@@ -94,7 +94,7 @@ func (l *Local) execScript(ctx context.Context, a Attempt) (Ended, error) {
 	inputsPath, resultPath := files.inputs(), files.result()
 	// The attempt is on record before it starts: should solar die before
 	// it learns the group id, the token still finds every process.
-	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
+	g := Procs{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	env := localEnv(a.Env, len(a.Env)+3)
 	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath, attemptVar+"="+g.Token)
 	ended, err := l.launch(ctx, a, files, g, program{
@@ -125,7 +125,7 @@ func (l *Local) execProgram(ctx context.Context, a Attempt) (Ended, error) {
 		return Ended{}, err
 	}
 	defer files.removeAttemptDir()
-	g := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
+	g := Procs{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	prep, err := a.Program.Prepare(files.attemptDir(), g.Token)
 	if err != nil {
 		return Ended{}, err
@@ -154,7 +154,7 @@ func (l *Local) execProgram(ctx context.Context, a Attempt) (Ended, error) {
 // starts p, records its group and waits for it to end; ctx done first
 // stops the group (see Host.Exec). The errors are worded for the
 // operator: what could not start, or that the program was lost.
-func (l *Local) launch(ctx context.Context, a Attempt, files attemptFiles, g Group, p program) (Ended, error) {
+func (l *Local) launch(ctx context.Context, a Attempt, files attemptFiles, g Procs, p program) (Ended, error) {
 	if err := files.note(a.Task, g); err != nil {
 		return Ended{}, l.startErr(a, fmt.Errorf("cannot record the attempt: %w", err))
 	}

@@ -198,7 +198,7 @@ func (pr *process) stopOn(ctx context.Context, grace time.Duration) func() (bool
 			return
 		}
 		stopped.Store(true)
-		err = stopGroup(pr.pid, grace)
+		err = stopProcs(pr.pid, grace)
 	})
 	return func() (bool, error) {
 		if cancel() {
@@ -339,9 +339,9 @@ func closeFds(fds []int) {
 	}
 }
 
-// stopGroup ends process group pgid: SIGTERM, then SIGKILL once grace has
+// stopProcs ends process group pgid: SIGTERM, then SIGKILL once grace has
 // passed with some of it still alive (at once when grace is negative).
-func stopGroup(pgid int, grace time.Duration) error {
+func stopProcs(pgid int, grace time.Duration) error {
 	if grace >= 0 {
 		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
 			return ignoreGone(err)

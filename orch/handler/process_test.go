@@ -124,10 +124,10 @@ func TestEndedAttemptFilesRemovedUnasked(t *testing.T) {
 // before it is not the attempt's.
 func TestGroupStartBoundsTheLeader(t *testing.T) {
 	req := newRequest(t, "sleep 0.2")
-	var g Group
+	var g Procs
 	var st procStat
 	var statErr error
-	req.Started = func(started Group) {
+	req.Started = func(started Procs) {
 		g = started
 		st, statErr = readStat(started.PGID)
 	}

@@ -18,13 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Group identifies the process group of a running attempt on this
+// Procs identifies the process group of a running attempt on this
 // machine, durably enough to find it again from another process after the
 // executor died: the group id alone may by then name a stranger's group.
 // A run directory's watchdog reads its JSON with a fixed pattern
 // (watchdogProgram): a new field goes after Token, or the pattern changes
 // with it (TestWatchdogEndsANoteOfADeadExecutor fails otherwise).
-type Group struct {
+type Procs struct {
 	PGID int `json:"pgid"`
 	// Start is a time, in clock ticks since boot (the unit of
 	// /proc/PID/stat field 22), taken just before the leader started: the
@@ -38,7 +38,7 @@ type Group struct {
 	Token string `json:"token,omitempty"`
 }
 
-// attemptVar carries Group.Token in a script's environment.
+// attemptVar carries Procs.Token in a script's environment.
 const attemptVar = "SOLAR_ATTEMPT_ID"
 
 // newToken returns a fresh attempt token.
@@ -122,7 +122,7 @@ func bootTicks() uint64 {
 // members lists the live (not zombie) processes of g: those in its process
 // group that started no earlier than its leader, and those that carry its
 // token.
-func (g Group) members() ([]int, error) {
+func (g Procs) members() ([]int, error) {
 	if g.Boot == "" || g.Boot != bootID() || (g.PGID <= 1 && g.Token == "") {
 		return nil, nil // another boot: nothing of it runs
 	}
@@ -160,12 +160,12 @@ func (g Group) members() ([]int, error) {
 // ErrSurvivor means a group of an earlier attempt would not die.
 var ErrSurvivor = errors.New("an earlier attempt's processes are still running")
 
-// KillGroup ends whatever is left of an attempt's process group (after the
+// KillProcs ends whatever is left of an attempt's process group (after the
 // executor that started it died) and waits up to wait for it to be gone.
 // It reports how many processes it killed. Processes that merely reuse
 // the group id, started before the attempt or in another boot, are left
 // alone.
-func KillGroup(g Group, wait time.Duration) (int, error) {
+func KillProcs(g Procs, wait time.Duration) (int, error) {
 	pids, err := g.members()
 	if err != nil || len(pids) == 0 {
 		return 0, err
@@ -215,16 +215,16 @@ func tempParents() []string {
 	return out
 }
 
-// groupFile, in the private directory of an Ansible attempt of an
+// procsFile, in the private directory of an Ansible attempt of an
 // earlier solar, recorded the attempt's process group; SweepTemp still
 // reads it in what such an executor left. Every attempt now has a slot of
 // its run directory's notesFile.
-const groupFile = "group.json"
+const procsFile = "group.json"
 
-// groupNote is the content of groupFile, and of a slot of notesFile.
-type groupNote struct {
+// procsNote is the content of procsFile, and of a slot of notesFile.
+type procsNote struct {
 	Task  string `json:"task"`
-	Group Group  `json:"group"`
+	Procs Procs  `json:"group"`
 }
 
 // Swept is an attempt of a dead executor that SweepTemp cleaned up after.
@@ -268,7 +268,7 @@ func SweepTemp(dir string) ([]Swept, error) {
 			}
 			path := filepath.Join(parent, name)
 			for _, note := range notesIn(path) {
-				n, err := KillGroup(note.Group, survivorWait)
+				n, err := KillProcs(note.Procs, survivorWait)
 				if err != nil {
 					return out, fmt.Errorf("task %s: %w", note.Task, err)
 				}

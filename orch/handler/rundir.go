@@ -260,12 +260,12 @@ func (rd *runDir) closeIfUnused() {
 
 // note writes the attempt's note into its slot, whole, so that no part of
 // an earlier one is left after it.
-func (a attemptFiles) note(task string, g Group) error {
+func (a attemptFiles) note(task string, g Procs) error {
 	var slot [noteSlot]byte
-	raw, err := json.Marshal(groupNote{Task: task, Group: g})
+	raw, err := json.Marshal(procsNote{Task: task, Procs: g})
 	for err == nil && len(raw) > noteSlot {
 		task = task[:len(task)/2]
-		raw, err = json.Marshal(groupNote{Task: task, Group: g})
+		raw, err = json.Marshal(procsNote{Task: task, Procs: g})
 	}
 	if err != nil {
 		return err
@@ -325,22 +325,22 @@ func (d *runDirs) removeIdleRunDirs() {
 // notesIn reads the notes of the attempts whose files are in dir: the
 // slots of its notes file, and the note file of an attempt that had a
 // directory of its own (the Ansible handler's).
-func notesIn(dir string) []groupNote {
-	var out []groupNote
+func notesIn(dir string) []procsNote {
+	var out []procsNote
 	if raw, err := os.ReadFile(filepath.Join(dir, notesFile)); err == nil {
 		for off := 0; off < len(raw); off += noteSlot {
 			slot := raw[off:min(off+noteSlot, len(raw))]
 			if end := bytes.IndexByte(slot, 0); end >= 0 {
 				slot = slot[:end]
 			}
-			var note groupNote
+			var note procsNote
 			if len(slot) > 0 && json.Unmarshal(slot, &note) == nil {
 				out = append(out, note)
 			}
 		}
 	}
-	var note groupNote
-	if raw, err := os.ReadFile(filepath.Join(dir, groupFile)); err == nil && json.Unmarshal(raw, &note) == nil {
+	var note procsNote
+	if raw, err := os.ReadFile(filepath.Join(dir, procsFile)); err == nil && json.Unmarshal(raw, &note) == nil {
 		out = append(out, note)
 	}
 	return out

@@ -67,12 +67,12 @@ func TestConcurrentAttemptsHaveTheirOwnNotes(t *testing.T) {
 	sh := newShell(t)
 	const n = 3
 	var wg sync.WaitGroup
-	started := make(chan Group, n)
+	started := make(chan Procs, n)
 	release := make(chan struct{})
 	for i := range n {
 		req := newRequest(t, `sleep 30`)
 		req.Task = "res.run#" + strconv.Itoa(i)
-		req.Started = func(g Group) { started <- g }
+		req.Started = func(g Procs) { started <- g }
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -81,7 +81,7 @@ func TestConcurrentAttemptsHaveTheirOwnNotes(t *testing.T) {
 			_, _ = sh.Run(ctx, req)
 		}()
 	}
-	var groups []Group
+	var groups []Procs
 	for range n {
 		select {
 		case g := <-started:
@@ -100,12 +100,12 @@ func TestConcurrentAttemptsHaveTheirOwnNotes(t *testing.T) {
 	if len(notes) != n {
 		t.Fatalf("notes %+v, want one per attempt (%d)", notes, n)
 	}
-	byPGID := map[int]groupNote{}
+	byPGID := map[int]procsNote{}
 	for _, note := range notes {
-		byPGID[note.Group.PGID] = note
+		byPGID[note.Procs.PGID] = note
 	}
 	for _, g := range groups {
-		if note, ok := byPGID[g.PGID]; !ok || note.Group != g {
+		if note, ok := byPGID[g.PGID]; !ok || note.Procs != g {
 			t.Errorf("group %+v: note %+v", g, note)
 		}
 	}
@@ -125,9 +125,9 @@ func TestSweepTempKillsWhatNotesName(t *testing.T) {
 	}
 	tag := strconv.Itoa(dead.Process.Pid) + ".1"
 
-	leftover := func(task string) (*exec.Cmd, groupNote) {
+	leftover := func(task string) (*exec.Cmd, procsNote) {
 		token := newToken()
-		g := Group{Boot: bootID(), Token: token, Start: bootTicks()}
+		g := Procs{Boot: bootID(), Token: token, Start: bootTicks()}
 		cmd := exec.Command("sleep", "60")
 		cmd.Env = append(os.Environ(), attemptVar+"="+token)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -136,7 +136,7 @@ func TestSweepTempKillsWhatNotesName(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		g.PGID = cmd.Process.Pid
-		return cmd, groupNote{Task: task, Group: g}
+		return cmd, procsNote{Task: task, Procs: g}
 	}
 	shellCmd, shellNote := leftover("s.run#0")
 	ansibleCmd, ansibleNote := leftover("a.run#0")
@@ -156,7 +156,7 @@ func TestSweepTempKillsWhatNotesName(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = json.Marshal(ansibleNote)
-	if err := os.WriteFile(filepath.Join(ansibleDir, groupFile), raw, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(ansibleDir, procsFile), raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 

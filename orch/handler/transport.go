@@ -61,10 +61,10 @@ type Attempt struct {
 	// from any goroutine.
 	Stdout, Stderr io.Writer
 	// Started, if set, is told the attempt's process group once it runs on
-	// this machine, so that the caller can record it (see KillGroup). A
+	// this machine, so that the caller can record it (see KillProcs). A
 	// remote host does not call it: its wrapper ends the group on the node
 	// when the connection goes.
-	Started func(Group)
+	Started func(Procs)
 	// Gate, if set, is called just before the script starts; an error
 	// stops the attempt there, and Exec returns it (see Request.Gate).
 	Gate func() error

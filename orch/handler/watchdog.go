@@ -28,7 +28,7 @@ import (
 //   - after the line "end" (the executor let the directory go: every
 //     attempt in it had ended), it exits;
 //   - otherwise the executor died: it ends every group still noted in the
-//     notes file as KillGroup finds them (the group id with a start time no
+//     notes file as KillProcs finds them (the group id with a start time no
 //     earlier than the note's, or the attempt's token in the environment;
 //     nothing of another boot), with SIGTERM, the grace, then SIGKILL until
 //     they are gone; then it removes the run directory (inputs, with

@@ -65,30 +65,30 @@ func TestWatchdogEndsANoteOfADeadExecutor(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(cpDir) })
 
-	note := func(slot int, task string, g Group) {
+	note := func(slot int, task string, g Procs) {
 		t.Helper()
 		if err := (attemptFiles{rd: rd, slot: slot}).note(task, g); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A group whose leader ignores SIGTERM: it dies by SIGKILL.
-	g1 := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
+	g1 := Procs{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	stubborn := startWatched(t, `trap '' TERM; while :; do sleep 1; done`, false)
 	g1.PGID = stubborn.cmd.Process.Pid
 	note(0, `t.run#0 "group":{"pgid":1}}`, g1) // a task name cannot forge a group
 	// A process of an attempt that left the group: found by its token.
-	g2 := Group{Boot: bootID(), Token: newToken(), Start: bootTicks()}
+	g2 := Procs{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	escaped := startWatched(t, `exec sleep 60`, true, attemptVar+"="+g2.Token)
 	note(1, "t.run#1", g2)
 	// A group started before the note says it did (its id reused) and one
 	// of another boot: neither is the attempt's.
 	reused := startWatched(t, `exec sleep 60`, false)
-	note(2, "t.run#2", Group{Boot: bootID(), PGID: reused.cmd.Process.Pid, Start: bootTicks() + 100*clockTicks})
+	note(2, "t.run#2", Procs{Boot: bootID(), PGID: reused.cmd.Process.Pid, Start: bootTicks() + 100*clockTicks})
 	otherBoot := startWatched(t, `exec sleep 60`, false)
-	note(3, "t.run#3", Group{Boot: "0-other-boot", PGID: otherBoot.cmd.Process.Pid, Start: 0})
+	note(3, "t.run#3", Procs{Boot: "0-other-boot", PGID: otherBoot.cmd.Process.Pid, Start: 0})
 	// An attempt that ended cleared its slot: what it left is not killed.
 	daemon := startWatched(t, `exec sleep 60`, false)
-	note(4, "t.run#4", Group{Boot: bootID(), PGID: daemon.cmd.Process.Pid, Token: newToken()})
+	note(4, "t.run#4", Procs{Boot: bootID(), PGID: daemon.cmd.Process.Pid, Token: newToken()})
 	(attemptFiles{rd: rd, slot: 4}).clearNote()
 
 	// Ctrl-C at the terminal, or a kill of the runner's group, does not end
