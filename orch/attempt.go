@@ -39,8 +39,8 @@ type attemptRunner struct {
 // limits are the limits task t is under besides its resource, whose lock
 // is taken apart: its node's (--per-node) and its semaphores. A copy: the
 // locks sort it, and the task is the walker's.
-func (a *attemptRunner) limits(t *Task) []Limit {
-	var out []Limit
+func (a *attemptRunner) limits(t *walk.Task) []walk.Limit {
+	var out []walk.Limit
 	for _, l := range t.Limits {
 		if l.Kind != walk.LimitResource {
 			out = append(out, l)
@@ -50,15 +50,15 @@ func (a *attemptRunner) limits(t *Task) []Limit {
 }
 
 // run executes one task with its retries, delay and timeout.
-func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
+func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 	info := a.infos[t.ID]
 	if info.problem != "" {
-		return Outcome{Err: errors.New(info.problem), Attempts: 1}
+		return walk.Outcome{Err: errors.New(info.problem), Attempts: 1}
 	}
 	if !info.noop {
 		unlock, err := a.locks.lock(ctx, info.node.Resource, a.limits(t))
 		if err != nil {
-			return Outcome{Err: err, Attempts: 1}
+			return walk.Outcome{Err: err, Attempts: 1}
 		}
 		defer unlock()
 	}
@@ -69,7 +69,7 @@ func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
 		if attempt > 0 && info.delay > 0 {
 			select {
 			case <-ctx.Done():
-				return Outcome{Err: ctx.Err(), Attempts: attempts}
+				return walk.Outcome{Err: ctx.Err(), Attempts: attempts}
 			case <-time.After(info.delay):
 			}
 		}
@@ -98,7 +98,7 @@ func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
 			a.led.keepRan(t.ID, inputs, res.Outputs)
 		}
 		if err == nil {
-			return Outcome{Changed: res.Changed, Attempts: attempts}
+			return walk.Outcome{Changed: res.Changed, Attempts: attempts}
 		}
 		last = err
 		if errors.Is(err, handler.ErrNeedsOperator) {
@@ -118,7 +118,7 @@ func (a *attemptRunner) run(ctx context.Context, t *Task) Outcome {
 			a.r.Note(msg)
 		}
 	}
-	return Outcome{Err: last, Attempts: attempts}
+	return walk.Outcome{Err: last, Attempts: attempts}
 }
 
 // inputsFrom returns the task's inputs, as its action runs with them, out

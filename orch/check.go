@@ -11,6 +11,7 @@ import (
 
 	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/store"
 )
@@ -75,7 +76,7 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 	if err != nil {
 		return rec, nil, err
 	}
-	w := &Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
+	w := &walk.Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
 	states, err := w.Walk(ctx, tasks, nil, stop)
 	if err != nil {
 		return rec, nil, err
@@ -106,18 +107,18 @@ type checker struct {
 	unknown map[string]bool
 }
 
-func (c *checker) run(ctx context.Context, t *Task) Outcome {
+func (c *checker) run(ctx context.Context, t *walk.Task) walk.Outcome {
 	info := c.infos[t.ID]
 	switch {
 	case info.problem != "":
-		return Outcome{Err: errors.New(info.problem), Attempts: 1}
+		return walk.Outcome{Err: errors.New(info.problem), Attempts: 1}
 	case info.noop:
-		return Outcome{Attempts: 1}
+		return walk.Outcome{Attempts: 1}
 	case !info.checks:
 		c.mu.Lock()
 		c.unknown[t.ID] = true
 		c.mu.Unlock()
-		return Outcome{Changed: true, Attempts: 1}
+		return walk.Outcome{Changed: true, Attempts: 1}
 	}
 	inputs := make(map[string]any, len(info.inputDefs))
 	for name := range info.inputDefs {
@@ -129,9 +130,9 @@ func (c *checker) run(ctx context.Context, t *Task) Outcome {
 		Location: info.location, Timeout: info.timeout, Check: true,
 	})
 	if err != nil {
-		return Outcome{Err: err, Attempts: 1}
+		return walk.Outcome{Err: err, Attempts: 1}
 	}
-	return Outcome{Changed: res.Changed, Attempts: 1}
+	return walk.Outcome{Changed: res.Changed, Attempts: 1}
 }
 
 // predict turns a check walk's states into predictions, in plan order.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 )
@@ -382,7 +383,7 @@ func (l *ledger) syncLast() {
 // sync of the last transaction written, which holds the final states and
 // commits of every task t depends on (they finished before it started, and
 // syncs happen in order). A task that depends on none starts at once.
-func (l *ledger) gateOf(t *Task) func() error {
+func (l *ledger) gateOf(t *walk.Task) func() error {
 	if len(t.In) == 0 && len(t.Earlier) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/store"
 )
 
@@ -43,7 +44,7 @@ func TestSharedLockNamesOfLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := &Task{ID: "r.run#0", Limits: lims}
+	task := &walk.Task{ID: "r.run#0", Limits: lims}
 	before := slices.Clone(task.Limits)
 	att := &attemptRunner{}
 	fake := &namedLocks{}

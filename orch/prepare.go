@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
@@ -16,29 +17,29 @@ import (
 // limits (taskLimits): perNode is the count of a node's limit. A bad sema
 // entry fails it, with the error of the first such task in the walker's
 // order (heaviest first, then by id), as when the walker parsed them.
-func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]Task, error) {
-	tasks := make([]Task, 0, len(rec.Plan.Nodes))
+func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]walk.Task, error) {
+	tasks := make([]walk.Task, 0, len(rec.Plan.Nodes))
 	// Every task's incoming edges share one array, cut to size, rather
 	// than lists grown one edge at a time.
 	counts := make(map[string]int, len(rec.Plan.Nodes))
 	for _, e := range rec.Plan.Edges {
 		counts[e.To]++
 	}
-	all := make([]InEdge, len(rec.Plan.Edges))
-	in := make(map[string][]InEdge, len(counts))
+	all := make([]walk.InEdge, len(rec.Plan.Edges))
+	in := make(map[string][]walk.InEdge, len(counts))
 	for id, k := range counts {
 		in[id], all = all[:0:k], all[k:]
 	}
 	for i := range rec.Plan.Edges {
 		e := &rec.Plan.Edges[i]
-		in[e.To] = append(in[e.To], InEdge{From: e.From, On: triggerOf(e)})
+		in[e.To] = append(in[e.To], walk.InEdge{From: e.From, On: triggerOf(e)})
 	}
 	// Their limits share one array too, with room for all of them.
 	room := 0
 	for _, n := range rec.Plan.Nodes {
 		room += maxLimits(infos[n.ID])
 	}
-	limits := make([]Limit, 0, room)
+	limits := make([]walk.Limit, 0, room)
 	var bad error
 	badAt := -1
 	for _, n := range rec.Plan.Nodes {
@@ -54,7 +55,7 @@ func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]Task, er
 		for i := 0; i < n.Instance; i++ {
 			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
 		}
-		tasks = append(tasks, Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier,
+		tasks = append(tasks, walk.Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier,
 			Inline: info.noop || info.problem != ""})
 	}
 	if bad != nil {

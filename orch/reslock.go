@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/store"
 )
 
@@ -24,7 +25,7 @@ import (
 
 // resLocker takes resource locks and limit slots for one run.
 type resLocker interface {
-	lock(ctx context.Context, resource string, limits []Limit) (unlock func() error, err error)
+	lock(ctx context.Context, resource string, limits []walk.Limit) (unlock func() error, err error)
 	close()
 }
 
@@ -37,7 +38,7 @@ type runLocks struct {
 	locks store.Locks
 }
 
-func (l *runLocks) lock(ctx context.Context, resource string, limits []Limit) (func() error, error) {
+func (l *runLocks) lock(ctx context.Context, resource string, limits []walk.Limit) (func() error, error) {
 	// The resource first, then the limits in name order: every run takes
 	// them in one order, so two runs never wait for each other in a ring.
 	u, err := l.wait(ctx, resource, 0)
@@ -53,7 +54,7 @@ func (l *runLocks) lock(ctx context.Context, resource string, limits []Limit) (f
 	}
 	// A limit's slots are named after it, "slot/sema/db/0" for instance
 	// (Limit.String), a name every run of every version must agree on.
-	slices.SortFunc(limits, func(a, b Limit) int {
+	slices.SortFunc(limits, func(a, b walk.Limit) int {
 		return cmp.Or(strings.Compare(a.Kind.String(), b.Kind.String()), strings.Compare(a.Name, b.Name))
 	})
 	for _, lim := range limits {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/solarops/solar/orch/handler"
 	sshx "github.com/solarops/solar/orch/handler/ssh"
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
@@ -282,7 +283,7 @@ func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]Sta
 	if err != nil { // a bad sema entry fails the run where the walker refused it before
 		return nil, err
 	}
-	w := &Walker{Concurrency: r.Concurrency, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
+	w := &walk.Walker{Concurrency: r.Concurrency, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
 		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
 	return w.Walk(ctx, tasks, start.initial, ex.ctl.stopped)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/orch/handler"
+	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
@@ -589,10 +590,10 @@ func TestPrepareReactEdges(t *testing.T) {
 // in plan order, each list allocated at its size.
 func TestWalkTasksInEdges(t *testing.T) {
 	withPrepared(t, func(rec *Record, infos map[string]*taskInfo) {
-		want := map[string][]InEdge{}
+		want := map[string][]walk.InEdge{}
 		for i := range rec.Plan.Edges {
 			e := &rec.Plan.Edges[i]
-			want[e.To] = append(want[e.To], InEdge{From: e.From, On: triggerOf(e)})
+			want[e.To] = append(want[e.To], walk.InEdge{From: e.From, On: triggerOf(e)})
 		}
 		if len(want["c.run#0"]) < 2 {
 			t.Fatalf("plan's edges into c: %v, want at least 2", want["c.run#0"])

@@ -51,7 +51,3 @@ func (r *Runner) settle() {
 		r.local.Settle()
 	}
 }
-
-// SSHNode is the SSH transport's view of a node: a forwarder kept for
-// cmd/node, which can call sshx.NodeOf(n.Target()) itself.
-func SSHNode(n *nodes.Node) *sshx.Node { return sshx.NodeOf(n.Target()) }

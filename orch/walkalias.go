@@ -2,17 +2,13 @@ package orch
 
 import "github.com/solarops/solar/orch/walk"
 
-// The walker's names as orch and its commands knew them before the walker
-// had a package of its own (orch/walk): aliases, so that code naming them
-// compiles unchanged. New code names package walk; these go once callers
-// have moved.
+// A task's recorded state and status are part of what a plan is: orch
+// stores them (States), its commands show them, and the walker (orch/walk)
+// computes them. orch names them as its own; the walker's mechanics
+// (Walker, Task, InEdge, Outcome, Limit) are named from package walk.
 type (
-	Walker  = walk.Walker
-	Task    = walk.Task
-	InEdge  = walk.InEdge
-	State   = walk.State
-	Status  = walk.Status
-	Outcome = walk.Outcome
+	State  = walk.State
+	Status = walk.Status
 )
 
 // Statuses, re-exported; see walk.Status.

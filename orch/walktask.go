@@ -35,11 +35,6 @@ func triggerOf(e *planner.Edge) walk.Trigger {
 	return on
 }
 
-// Limit is a limit of a task, taken by the walker within a run and by
-// the shared locks across runs (reslock.go): a node's slots (--per-node),
-// a resource's lock, or a semaphore from a base's sema list.
-type Limit = walk.Limit
-
 // ErrBadSema means an entry of a task's sema list is not "name:count" with
 // a non-empty name and a count of at least 1, or names one semaphore
 // twice. The run then ends before any task starts. (resources refuses such
@@ -49,12 +44,12 @@ var ErrBadSema = errors.New("bad semaphore")
 // taskLimits appends the limits of task id, of resource, to dst: its
 // resource's, its node's if it runs on one, and its semaphores unless it
 // cannot run. It is the one place a sema entry is parsed.
-func taskLimits(dst []Limit, id, resource string, info *taskInfo, perNode int) ([]Limit, error) {
+func taskLimits(dst []walk.Limit, id, resource string, info *taskInfo, perNode int) ([]walk.Limit, error) {
 	// Two actions of one resource never overlap: a resource is one
 	// thing on one machine, and its scripts assume they run alone.
-	dst = append(dst, Limit{Kind: walk.LimitResource, Name: resource, Count: 1})
+	dst = append(dst, walk.Limit{Kind: walk.LimitResource, Name: resource, Count: 1})
 	if info.location != "" {
-		dst = append(dst, Limit{Kind: walk.LimitNode, Name: info.location, Count: max(perNode, 1)})
+		dst = append(dst, walk.Limit{Kind: walk.LimitNode, Name: info.location, Count: max(perNode, 1)})
 	}
 	if info.problem != "" {
 		return dst, nil
@@ -93,14 +88,14 @@ func maxLimits(info *taskInfo) int {
 }
 
 // parseSema parses a sema entry, "name:count".
-func parseSema(s string) (Limit, bool) {
+func parseSema(s string) (walk.Limit, bool) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 {
-		return Limit{}, false
+		return walk.Limit{}, false
 	}
 	count, err := strconv.Atoi(s[i+1:])
 	if err != nil || count < 1 {
-		return Limit{}, false
+		return walk.Limit{}, false
 	}
-	return Limit{Kind: walk.LimitSema, Name: s[:i], Count: count}, true
+	return walk.Limit{Kind: walk.LimitSema, Name: s[:i], Count: count}, true
 }

@@ -39,21 +39,21 @@ func TestTriggerOfMatchesEvents(t *testing.T) {
 // resource's lock, its node's slots (at least one) and its semaphores, and
 // the errors of a bad sema entry, worded as the walker worded them.
 func TestTaskLimits(t *testing.T) {
-	res := func(name string) Limit { return Limit{Kind: walk.LimitResource, Name: name, Count: 1} }
-	node := func(name string, n int) Limit { return Limit{Kind: walk.LimitNode, Name: name, Count: n} }
-	sema := func(name string, n int) Limit { return Limit{Kind: walk.LimitSema, Name: name, Count: n} }
+	res := func(name string) walk.Limit { return walk.Limit{Kind: walk.LimitResource, Name: name, Count: 1} }
+	node := func(name string, n int) walk.Limit { return walk.Limit{Kind: walk.LimitNode, Name: name, Count: n} }
+	sema := func(name string, n int) walk.Limit { return walk.Limit{Kind: walk.LimitSema, Name: name, Count: n} }
 	tests := []struct {
 		name    string
 		info    taskInfo
 		perNode int
-		want    []Limit
+		want    []walk.Limit
 		err     string // the whole message, "" for none
 	}{
-		{"local, no sema", taskInfo{}, 3, []Limit{res("r")}, ""},
-		{"node and semas", taskInfo{location: "n1", semaList: []string{"db:2", "disk:1"}}, 3, []Limit{res("r"), node("n1", 3), sema("db", 2), sema("disk", 1)}, ""},
-		{"per-node unset means one", taskInfo{location: "n1"}, 0, []Limit{res("r"), node("n1", 1)}, ""},
-		{"last colon splits", taskInfo{semaList: []string{"a:b:2"}}, 1, []Limit{res("r"), sema("a:b", 2)}, ""},
-		{"a task that cannot run holds no semaphore", taskInfo{problem: "gone", semaList: []string{"db"}}, 1, []Limit{res("r")}, ""},
+		{"local, no sema", taskInfo{}, 3, []walk.Limit{res("r")}, ""},
+		{"node and semas", taskInfo{location: "n1", semaList: []string{"db:2", "disk:1"}}, 3, []walk.Limit{res("r"), node("n1", 3), sema("db", 2), sema("disk", 1)}, ""},
+		{"per-node unset means one", taskInfo{location: "n1"}, 0, []walk.Limit{res("r"), node("n1", 1)}, ""},
+		{"last colon splits", taskInfo{semaList: []string{"a:b:2"}}, 1, []walk.Limit{res("r"), sema("a:b", 2)}, ""},
+		{"a task that cannot run holds no semaphore", taskInfo{problem: "gone", semaList: []string{"db"}}, 1, []walk.Limit{res("r")}, ""},
 		{"without count", taskInfo{semaList: []string{"db"}}, 1, nil, `bad semaphore: task "A" has semaphore "db": want name:count with a count of at least 1`},
 		{"count zero", taskInfo{semaList: []string{"ok:1", "db:0"}}, 1, nil, `bad semaphore: task "A" has semaphore "db:0": want name:count with a count of at least 1`},
 		{"count not a number", taskInfo{semaList: []string{"db:x"}}, 1, nil, `bad semaphore: task "A" has semaphore "db:x": want name:count with a count of at least 1`},
@@ -104,7 +104,7 @@ func TestWalkTasksBadSemaOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tasks[3].Limits; len(got) != 2 || cap(got) != 2 || got[1] != (Limit{Kind: walk.LimitSema, Name: "db", Count: 1}) {
+	if got := tasks[3].Limits; len(got) != 2 || cap(got) != 2 || got[1] != (walk.Limit{Kind: walk.LimitSema, Name: "db", Count: 1}) {
 		t.Errorf("d's limits %v (room for %d), want its resource's and db:1, cut to size", got, cap(got))
 	}
 }

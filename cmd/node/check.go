@@ -13,7 +13,6 @@ import (
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/nodes"
-	"github.com/solarops/solar/orch"
 	sshx "github.com/solarops/solar/orch/handler/ssh"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
@@ -101,7 +100,7 @@ func checkRun(opts *CheckOptions) error {
 	remote := map[string]*sshx.Node{}
 	for _, n := range list {
 		if n.SSH() {
-			remote[n.Name] = orch.SSHNode(n)
+			remote[n.Name] = sshx.NodeOf(n.Target())
 		}
 	}
 	tr := sshx.New(remote, nil, cfg)
