@@ -1,12 +1,36 @@
-// Package orch runs plans: it walks a plan's tasks in dependency order, in
-// parallel within limits, and records every task's status as it goes.
+// Package orch turns staged changes into plans and runs them.
 //
-// The scheduling is package orch/walk's: it knows nothing of the store,
-// handlers, resources or events. orch gives it tasks with their incoming
-// edges, each carrying a walk.Trigger made from its rule's event
-// (walktask.go), and callbacks, Run to execute a task and Persist to record
-// a state change; the walker decides which task may start, which must be
-// skipped and why. The run-time semantics of react and after rules (the
+// A plan is made by Process (process.go): the selected staged entries go
+// through the planner, and the action graph is stored with one record per
+// task (plans.go, codec.go). Commands read plans back through summaries
+// computed in one transaction each (Report, Show, Logs), edit them while
+// they run (edit.go, filter.go), predict them (check.go: check mode), and
+// ask their runner to stop (Stop, stop.go).
+//
+// A plan is run by Runner.Run (run.go), in steps: take the plan's claim
+// from the store's locks (claim.go), claim and load it in one transaction
+// (prepare.go: every task's resource, base and metaparameters), fence
+// every later write with the claim, clear what a dead runner left, wire
+// the transports to the nodes (transports.go), walk, and finish. A run is
+// three parts with one job each, wired by newExecution:
+//   - the ledger (ledger.go, commit.go) writes: states that need not be
+//     durable yet are buffered and written behind the walk; a finished
+//     task's state, the commit of its staged entry, the outputs it sent and
+//     the refreshes it left go in one transaction, durable before any task
+//     that depends on it starts.
+//   - the attempt runner (attempt.go) runs a task's attempts, with retries,
+//     delay and timeout, under its resource's lock and its limits' slots
+//     (reslock.go, over store.Locks), through its handler and transport
+//     (orch/handler).
+//   - the control watcher (control.go) sees what other commands asked of
+//     the run: a stop request, a kill, tasks skipped by a live edit.
+//
+// The scheduling is package orch/walk's, which knows nothing of the store,
+// handlers, resources or events. orch gives it tasks (walktask.go): each
+// incoming edge carries a walk.Trigger made from its rule's event, and each
+// task its walk.Limits (its resource, its node's --per-node, the semaphores
+// of its base, parsed there once); the ledger and the attempt runner are
+// its callbacks. The run-time semantics of react and after rules (the
 // truth table of the SPEC, section 4) are the walker's, tested there; the
 // mapping of events to triggers is orch's, tested here.
 package orch
