@@ -92,23 +92,13 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if local == nil {
 		local = &defaultLocal
 	}
-	key := req.Resource
-	if req.Check {
-		key = ""
-	}
+	a := attemptOf(req, h.TempDir, h.KillGrace)
+	a.Program = &Program{Name: prog, Prepare: func(dir, token string) (Prepared, error) {
+		return prepareAnsible(dir, token, path, target, vars, req)
+	}}
 	return runAttempt(ctx, req, job{
-		host: local,
-		attempt: Attempt{
-			Task:    req.Task,
-			BaseDir: req.BaseDir,
-			Script:  req.Script,
-			TempDir: h.TempDir,
-			Grace:   killGrace(h.KillGrace),
-			Key:     key,
-			Program: &Program{Name: prog, Prepare: func(dir, token string) (Prepared, error) {
-				return prepareAnsible(dir, token, path, target, vars, req)
-			}},
-		},
+		host:    local,
+		attempt: a,
 		program: "ansible-playbook ",
 		read:    func(e Ended) outcome { return ansibleOutcome(e, target.Name) },
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"time"
 )
 
 // The lifecycle of an attempt, the same for every handler that runs
@@ -39,6 +40,18 @@ type outcome struct {
 	// err says why the result cannot be used (ErrBadResult); it never
 	// quotes the result.
 	err error
+}
+
+// attemptOf is what every handler's attempt of req has in common: where
+// its files go (tempDir), how long a stopped attempt is given (grace, or
+// the default), and its key. A check-mode attempt has no key: it changes
+// nothing, so it need not wait for an earlier attempt of its resource.
+func attemptOf(req Request, tempDir string, grace time.Duration) Attempt {
+	a := Attempt{Task: req.Task, BaseDir: req.BaseDir, Script: req.Script, TempDir: tempDir, Grace: killGrace(grace), Key: req.Resource}
+	if req.Check {
+		a.Key = ""
+	}
+	return a
 }
 
 // runAttempt runs j on its host and returns what it printed and how it

@@ -70,24 +70,9 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer host.Close()
 
-	key := req.Resource
-	if req.Check {
-		key = ""
-	}
-	return runAttempt(ctx, req, job{
-		host: host,
-		attempt: Attempt{
-			Task:    req.Task,
-			BaseDir: req.BaseDir,
-			Script:  req.Script,
-			Env:     env,
-			Inputs:  inputsJSON,
-			TempDir: s.TempDir,
-			Grace:   killGrace(s.KillGrace),
-			Key:     key,
-		},
-		read: scriptOutcome,
-	})
+	a := attemptOf(req, s.TempDir, s.KillGrace)
+	a.Env, a.Inputs = env, inputsJSON
+	return runAttempt(ctx, req, job{host: host, attempt: a, read: scriptOutcome})
 }
 
 // scriptOutcome reads a script's result file (see the package comment):
