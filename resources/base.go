@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/resources/schema"
@@ -25,8 +27,9 @@ import (
 // Errors for bad input. Each returned error wraps one of these and names the
 // offending thing; the CLI maps all of them to exit status 2.
 var (
-	// ErrBase means a base directory or its meta.yaml is missing or invalid.
-	ErrBase = invalid.New("invalid base")
+	// ErrBase means a base directory or its meta.yaml is missing or invalid
+	// (the sentinel of package bases, which reads the directory).
+	ErrBase = bases.ErrBase
 	// ErrInvalid means a value, name, mapping or tag given by the user is
 	// not acceptable.
 	ErrInvalid = invalid.New("invalid input")
@@ -239,8 +242,14 @@ func (m Meta) validate() error {
 
 // Base is a loaded resource base. A resource keeps a copy of it.
 type Base struct {
-	Name    string            `json:"name"`
-	Dir     string            `json:"dir"`
+	Name string `json:"name"`
+	// Dir is the directory the base was read from, on the machine that
+	// read it: the default of "resource upgrade". Nothing runs from it.
+	Dir string `json:"dir"`
+	// Digest names the base's files in the store (package bases), which
+	// runners materialize on the machine that runs them. "" in a record
+	// from before bases were stored.
+	Digest  string            `json:"digest,omitempty"`
 	Handler string            `json:"handler"`
 	Version string            `json:"version,omitempty"`
 	Node    bool              `json:"node,omitempty"`
@@ -251,6 +260,10 @@ type Base struct {
 	Inputs []InputDef `json:"inputs"`
 	Meta   Meta       `json:"meta,omitzero"`
 	Tags   []string   `json:"tags,omitempty"`
+
+	// content is the base's files as LoadBase read them, until a catalog
+	// stores them (putNew).
+	content *bases.Content
 
 	// index maps input names to their position in Inputs, so that a base
 	// with 100,000 inputs is not searched linearly per input. Built once
@@ -331,7 +344,8 @@ var (
 	actionNameRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
 
-// LoadBase reads the base in dir. Errors wrap ErrBase and name the file and,
+// LoadBase reads the base in dir, its files kept to be stored with the
+// first resource made of it. Errors wrap ErrBase and name the file and,
 // for YAML problems, the line.
 func LoadBase(dir string) (*Base, error) {
 	abs, err := filepath.Abs(dir)
@@ -345,15 +359,30 @@ func LoadBase(dir string) (*Base, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory (a base is a directory with meta.yaml)", ErrBase, dir)
 	}
-	metaPath := filepath.Join(abs, "meta.yaml")
-	raw, err := ReadInputFile(metaPath, MetaMax)
-	if errors.Is(err, ErrInputFile) {
-		return nil, fmt.Errorf("%w: %w", ErrBase, err)
-	}
+	c, err := bases.Read(dir)
 	if err != nil {
+		return nil, err
+	}
+	return FromContent(c, filepath.Base(abs), abs, dir)
+}
+
+// FromContent reads the base whose files are c: name is its name, source
+// the directory it came from, shown how errors name that directory.
+func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
+	dir := shown
+	f, ok := c.File("meta.yaml")
+	if !ok || !f.Mode.IsRegular() {
 		return nil, fmt.Errorf("%w: %s has no meta.yaml", ErrBase, dir)
 	}
-	shown := filepath.Join(dir, "meta.yaml")
+	metaPath := filepath.Join(dir, "meta.yaml")
+	if int64(len(f.Data)) > MetaMax {
+		return nil, fmt.Errorf("%w: %w", ErrBase, badFile("%s is %d bytes, more than the %d solar reads", metaPath, len(f.Data), MetaMax))
+	}
+	raw := f.Data
+	if err := textOnly(metaPath, raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBase, err)
+	}
+	shown = metaPath
 	var mf metaFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -362,7 +391,7 @@ func LoadBase(dir string) (*Base, error) {
 	if err := dec.Decode(&mf); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBase, shown, yamlMessage(err))
 	}
-	b := &Base{Name: filepath.Base(abs), Dir: abs, Handler: mf.Handler, Version: mf.Version, Node: mf.Node, Actions: mf.Actions, Tags: mf.Tags}
+	b := &Base{Name: name, Dir: source, Digest: c.Digest, content: c, Handler: mf.Handler, Version: mf.Version, Node: mf.Node, Actions: mf.Actions, Tags: mf.Tags}
 	if b.Handler == "" {
 		b.Handler = "shell"
 	}
@@ -382,7 +411,7 @@ func LoadBase(dir string) (*Base, error) {
 			if script == "" {
 				return nil, fmt.Errorf("%w: %s: action %q has no script", ErrBase, shown, name)
 			}
-			if _, err := os.Stat(filepath.Join(abs, script)); err != nil {
+			if _, ok := c.File(path.Clean(filepath.ToSlash(script))); !ok {
 				return nil, fmt.Errorf("%w: %s: action %q: script %s does not exist", ErrBase, shown, name, script)
 			}
 		}

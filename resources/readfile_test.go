@@ -19,30 +19,37 @@ func TestInputFilesAreCheckedBeforeParsing(t *testing.T) {
 		name string
 		make func(t *testing.T, path string, limit int64) // makes meta.yaml or c.yaml at path
 		want []string
+		// base is what LoadBase says instead, when the whole base
+		// directory refuses the file before meta.yaml is read (bases.Read).
+		base []string
 	}{
 		{"FIFO", func(t *testing.T, p string, _ int64) {
 			if err := syscall.Mkfifo(p, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"is not a regular file (a FIFO)"}},
+		}, []string{"is not a regular file (a FIFO)"}, []string{"is a FIFO; a base holds only files"}},
 		{"symlink to /dev/zero", func(t *testing.T, p string, _ int64) {
 			if err := os.Symlink("/dev/zero", p); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"is not a regular file (a device)"}},
+		}, []string{"is not a regular file (a device)"}, []string{"is a symbolic link leading out of the base (to /dev/zero)"}},
 		{"NUL byte", func(t *testing.T, p string, _ int64) {
 			writeFile(t, p, "handler: noop\n# \x00\nresources: []\n")
-		}, []string{"holds a NUL byte (line 2): not a text file"}},
+		}, []string{"holds a NUL byte (line 2): not a text file"}, nil},
 		{"too large", func(t *testing.T, p string, limit int64) {
 			writeFile(t, p, "handler: noop\n"+strings.Repeat("#", int(limit)))
 		},
-			[]string{"more than the", "solar reads"}},
+			[]string{"more than the", "solar reads"}, nil},
 	} {
 		t.Run("meta.yaml/"+tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			meta := filepath.Join(dir, "meta.yaml")
 			tt.make(t, meta, MetaMax)
 			err := within(t, func() error { _, err := LoadBase(dir); return err })
+			if tt.base != nil {
+				wantErr(t, err, ErrBase, append([]string{meta}, tt.base...)...)
+				return
+			}
 			wantErr(t, err, ErrBase, append([]string{meta}, tt.want...)...)
 			if !errors.Is(err, ErrInputFile) {
 				t.Errorf("error %v does not wrap ErrInputFile", err)

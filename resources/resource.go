@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/internal/jsonfast"
 	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/store"
@@ -408,6 +410,9 @@ func (c *Catalog) putRaw(r *Resource, raw []byte) error {
 func (c *Catalog) putNew(r *Resource, base *Base) error {
 	enc, ok := c.baseJSON[base]
 	if !ok {
+		if err := c.storeBase(base); err != nil {
+			return err
+		}
 		var err error
 		if enc, err = json.Marshal(base); err != nil {
 			return fmt.Errorf("encode base %s: %w", base.Name, err)
@@ -436,6 +441,19 @@ func (c *Catalog) putNew(r *Resource, base *Base) error {
 		}
 	}
 	return c.putRaw(r, raw)
+}
+
+// storeBase keeps the files of base, as LoadBase read them, in the store
+// (once per content: bases.Put does nothing for a digest it has).
+func (c *Catalog) storeBase(base *Base) error {
+	if base.content == nil {
+		return nil
+	}
+	info := bases.Info{Name: base.Name, Version: base.Version, Source: base.Dir, StoredAt: time.Now().UTC()}
+	if err := bases.Put(c.tx, base.content, info); err != nil {
+		return fmt.Errorf("store base %s: %w", base.Name, err)
+	}
+	return nil
 }
 
 // recordRest is what follows the base in a resource record: Resource's

@@ -30,11 +30,12 @@ const (
 	Refreshes   = "refreshes"   // resource.action -> pending refresh
 	Effective   = "effective"   // resource name -> its effective inputs (a cache kept by resources)
 	HostKeys    = "host_keys"   // node name -> nodes.Trusted (the host key trusted for it)
+	Bases       = "bases"       // content/<digest> -> a base's files, info/<digest> -> bases.Info
 	meta        = "meta"
 )
 
 // Buckets lists every bucket, for backends that create them.
-var Buckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, Effective, HostKeys, meta}
+var Buckets = []string{Resources, Connections, Events, Staged, StagedTags, History, Committed, Plans, Refreshes, Effective, HostKeys, Bases, meta}
 
 // MetaBucket holds the schema version ("schema_version").
 const MetaBucket = meta
