@@ -313,12 +313,13 @@ func (pn *pinner) root(resource, input string) string {
 	return resource + "." + input
 }
 
-// later names, for each unset input of pin p of task n whose source has a
-// task before n, that task: its outputs may give the value.
+// later names, for each unset or empty input of pin p of task n whose
+// source has a task before n, that task: its outputs may give the value
+// (a generated password's input is "" until its run sends one).
 func (pn *pinner) later(n *planner.Node, p *Pin) map[string]string {
 	var out map[string]string
 	for in, src := range p.Sources {
-		if p.Inputs[in] != nil {
+		if v := p.Inputs[in]; v != nil && v != "" {
 			continue
 		}
 		res := src[:lastDot(src)]
