@@ -11,6 +11,9 @@ import (
 type ShowSummary struct {
 	Record *Record
 	Tasks  []ShowTask
+	// Stale lists the unfinished tasks that make the plan stale (see
+	// StaleNow); empty for a plan that would run as reviewed.
+	Stale []StaleTask
 }
 
 // ShowTask is one task of a ShowSummary.
@@ -33,8 +36,12 @@ func Show(tx *store.Tx, ref string) (*ShowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale, err := StaleNow(tx, rec, states)
+	if err != nil {
+		return nil, err
+	}
 	nodes := Ordered(rec.Plan)
-	s := &ShowSummary{Record: rec, Tasks: make([]ShowTask, 0, len(nodes))}
+	s := &ShowSummary{Record: rec, Tasks: make([]ShowTask, 0, len(nodes)), Stale: stale}
 	for _, n := range nodes {
 		s.Tasks = append(s.Tasks, ShowTask{Node: n, Status: states[n.ID].Status, Diff: diffs[n.ID]})
 	}

@@ -313,6 +313,7 @@ const reportJSON = `{
       "end": "",
       "predicted": ""
     }
-  ]
+  ],
+  "stale": []
 }
 `

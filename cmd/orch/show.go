@@ -75,6 +75,8 @@ type planView struct {
 	Tasks         []taskView `json:"tasks"`
 	Edges         []edgeView `json:"edges"`
 	Warnings      []string   `json:"warnings"`
+	// Stale lists the unfinished tasks that make the plan stale.
+	Stale []staleView `json:"stale"`
 }
 
 func showRun(opts *ShowOptions) error {
@@ -88,7 +90,7 @@ func showRun(opts *ShowOptions) error {
 	}
 	rec := sum.Record
 	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
-		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings}
+		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings, Stale: staleViews(sum.Stale)}
 	if v.Selection == nil {
 		v.Selection = []string{}
 	}
@@ -112,6 +114,7 @@ func showRun(opts *ShowOptions) error {
 	if opts.JSON {
 		return app.JSON(w, v)
 	}
+	printStale(w, v.UID, sum.Stale)
 	fmt.Fprintf(w, "plan %s (created %s, selection: %s)\n\n", v.UID, v.CreatedAt, selection(v.Selection))
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
