@@ -135,6 +135,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"watchdog":   cmdWatchdog,
 			"snapstore":  cmdSnapstore,
 			"cmpstore":   cmdCmpstore,
+			"unpin":      cmdUnpin,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {
