@@ -169,6 +169,9 @@ func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
 		for _, c := range t.Diff {
 			fmt.Fprintf(w, "    %s\n", app.Escape(c.Text))
 		}
+		if t.DiffSource != "committed" {
+			printLater(w, t)
+		}
 	}
 	if changed {
 		fmt.Fprintln(w)

@@ -3,6 +3,7 @@ package orch
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/solarops/solar/cmd/app"
@@ -84,6 +85,28 @@ func laterText(c staging.Change, later string) (string, bool) {
 	}
 	old := staging.FormatChange(staging.Change{Op: staging.OpRemove, Key: c.Key, Old: c.Old, Sensitive: c.Sensitive})
 	return "~" + strings.TrimPrefix(old, "-") + " >> " + known, true
+}
+
+// printLater prints, under task t's diff, the inputs whose values an
+// earlier task sends that the diff does not name (an unset input fed by a
+// connection has no line of its own).
+func printLater(w io.Writer, t taskView) {
+	inDiff := make(map[string]bool, len(t.Diff))
+	for _, c := range t.Diff {
+		if !c.Connection {
+			inDiff[c.Key] = true
+		}
+	}
+	names := make([]string, 0, len(t.Later))
+	for in := range t.Later {
+		if !inDiff[in] {
+			names = append(names, in)
+		}
+	}
+	sort.Strings(names)
+	for _, in := range names {
+		fmt.Fprintf(w, "    %s: %s\n", in, knownAfter(t.Later[in]))
+	}
 }
 
 func knownAfter(task string) string { return "(known after " + task + " runs)" }
