@@ -61,6 +61,9 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 		if err := RefuseRunning(tx, r.UID); err != nil {
 			return err
 		}
+		if err := refuseStaleCheck(tx, rec); err != nil {
+			return err
+		}
 		infos, err = r.prepare(tx, rec)
 		return err
 	})

@@ -3,9 +3,11 @@
 // A plan is made by Process (process.go): the selected staged entries go
 // through the planner, and the action graph is stored with one record per
 // task (plans.go, codec.go). Commands read plans back through summaries
-// computed in one transaction each (Report, Show, Logs), edit them while
-// they run (edit.go, filter.go), predict them (check.go: check mode), and
-// ask their runner to stop (Stop, stop.go).
+// computed in one transaction each (Report, Show, Graph, Logs: they show
+// the values each task was pinned to, showplan.go, and mark a stale plan,
+// stalemark.go), edit them while they run (edit.go, filter.go), predict
+// them (check.go: check mode, which refuses a stale plan), and ask their
+// runner to stop (Stop, stop.go).
 //
 // A plan is run by Runner.Run (run.go), in steps: take the plan's claim
 // from the store's locks (claim.go), claim and load it in one transaction

@@ -26,6 +26,9 @@ type ReportSummary struct {
 	// Checked is true when orch check predicted the tasks' outcomes.
 	Checked bool
 	Tasks   []ReportTask
+	// Stale lists the unfinished tasks that make the plan stale (see
+	// StaleNow); empty for a plan that would run as reviewed.
+	Stale []StaleTask
 }
 
 // ReportTask is one task of a ReportSummary.
@@ -58,6 +61,9 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 	}
 	s := &ReportSummary{UID: rec.UID, Finished: true, Totals: make(map[Status]int, len(reportStatuses)), Checked: len(preds) > 0}
 	s.RunnerPID, s.Running = Running(tx, rec.UID)
+	if s.Stale, err = StaleNow(tx, rec, states); err != nil {
+		return nil, err
+	}
 	for _, st := range reportStatuses {
 		s.Totals[st] = 0
 	}

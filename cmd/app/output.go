@@ -16,7 +16,10 @@ import (
 )
 
 // FormatVersion is the version of every --json document solar prints.
-const FormatVersion = 1
+// It rises when the meaning of a field changes (added fields do not
+// raise it). 2: in orch show, the diff of a task not yet run is the one
+// recorded when the plan was made, no longer the staged log's now.
+const FormatVersion = 2
 
 // Mask replaces a sensitive value in every output.
 const Mask = "********"

@@ -36,7 +36,7 @@ db.port           ->  ks.db_port
 db.root_password  ->  ks.db_password
 `},
 		{Name: "show json", Run: func() error { return showRun(&ShowOptions{App: a, Resource: "ks", JSON: true}) }, Out: `{
-  "format_version": 1,
+  "format_version": 2,
   "connections": [
     {
       "emitter": "db",

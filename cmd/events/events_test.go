@@ -41,7 +41,7 @@ func TestRun(t *testing.T) {
 		}, WantErr: events.ErrUnknownResource},
 		{Name: "list", Run: func() error { return listRun(&ListOptions{App: a}) }, Out: "on db.run changed ks.restart\nafter db.run ks.run\n"},
 		{Name: "list json", Run: func() error { return listRun(&ListOptions{App: a, Resource: "ks", JSON: true}) }, Out: `{
-  "format_version": 1,
+  "format_version": 2,
   "rules": [
     {
       "rule": "on db.run changed ks.restart",

@@ -37,7 +37,7 @@ func TestRun(t *testing.T) {
 n1    local      -        -     -
 `},
 		{Name: "list json", Run: func() error { return listRun(&ListOptions{App: a, JSON: true}) }, Out: `{
-  "format_version": 1,
+  "format_version": 2,
   "nodes": [
     {
       "name": "n1",

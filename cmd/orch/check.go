@@ -37,7 +37,9 @@ or not to run.
 Nothing is committed, no staged entry changes, and the plan stays runnable; the
 predictions are kept, and orch report shows them beside the real outcomes.
 Limits, timeouts and Ctrl-C work as for run-once. Exit status 3 when a check
-script failed.` + "\n" + app.ExitHelp,
+script failed. A stale plan (a task not yet finished whose resource changed
+since the plan was made, which run-once refuses) is refused with exit status 2,
+naming each stale task and why, and nothing runs.` + "\n" + app.ExitHelp,
 		Example: `  solar orch check last
   solar orch check last --json | jq '.predictions[] | select(.prediction == "would change")'
   solar orch check last && solar orch run-once last`,

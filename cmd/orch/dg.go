@@ -6,7 +6,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/planner"
+	"github.com/solarops/solar/store"
 )
 
 // DGOptions are the inputs of "solar orch dg".
@@ -24,7 +26,9 @@ func NewCmdDG(a *app.App, runF func(*DGOptions) error) *cobra.Command {
 		Short: "Draw a plan's action graph (DOT or Mermaid), colored by task status",
 		Long: `Print the plan's graph. Nodes are action instances colored by status (pending,
 running, success, noop, skipped, error); edges are labelled with their event,
-and dependency (after) edges are dashed.` + "\n" + app.ExitHelp,
+and dependency (after) edges are dashed. A stale plan (one run-once would
+refuse) is marked on stderr, naming each stale task and why, so that stdout
+stays a graph to pipe.` + "\n" + app.ExitHelp,
 		Example: `  solar orch dg last | dot -Tsvg > plan.svg
   solar orch dg last --format mermaid`,
 		Args: cobra.MaximumNArgs(1),
@@ -44,15 +48,22 @@ and dependency (after) edges are dashed.` + "\n" + app.ExitHelp,
 }
 
 func dgRun(opts *DGOptions) error {
-	rec, states, err := load(opts.App, opts.Ref)
-	if err != nil {
+	var sum *orch.GraphSummary
+	if err := opts.App.View(func(tx *store.Tx) error {
+		var err error
+		sum, err = orch.Graph(tx, opts.Ref)
+		return err
+	}); err != nil {
 		return err
 	}
+	// The mark goes to stderr: stdout stays a graph dot and mermaid read.
+	printStale(opts.App.IO.Err, sum.Record.UID, sum.Stale)
+	rec, states := sum.Record, sum.States
 	status := func(id string) string { return string(states[id].Status) }
 	out := planner.DOT(rec.Plan, status)
 	if opts.Format == "mermaid" {
 		out = planner.Mermaid(rec.Plan, status)
 	}
-	_, err = fmt.Fprint(opts.App.IO.Out, out)
+	_, err := fmt.Fprint(opts.App.IO.Out, out)
 	return err
 }

@@ -4,8 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/solarops/solar/cmd/app"
-	"github.com/solarops/solar/orch"
-	"github.com/solarops/solar/store"
 )
 
 // NewCmd returns "solar orch" with its verbs.
@@ -23,20 +21,6 @@ newest), "last~1" (the one before)...` + "\n" + app.ExitHelp,
 	c.AddCommand(NewCmdList(a, nil), NewCmdShow(a, nil), NewCmdDG(a, nil), NewCmdRunOnce(a, nil), NewCmdResume(a, nil), NewCmdRetry(a, nil),
 		NewCmdRestart(a, nil), NewCmdReset(a, nil), NewCmdStop(a, nil), NewCmdFilter(a, nil), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
 	return c
-}
-
-// load resolves ref and returns the plan with its task states.
-func load(a *app.App, ref string) (*orch.Record, map[string]orch.State, error) {
-	var (
-		rec    *orch.Record
-		states map[string]orch.State
-	)
-	err := a.View(func(tx *store.Tx) error {
-		var err error
-		rec, states, err = orch.LoadRef(tx, ref)
-		return err
-	})
-	return rec, states, err
 }
 
 func refArg(args []string) string {

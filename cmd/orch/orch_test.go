@@ -263,7 +263,7 @@ plan ` + uid + `: 2 would not run, 1 check failed; nothing was changed
 }
 
 const reportJSON = `{
-  "format_version": 1,
+  "format_version": 2,
   "uid": "20261122-100000-0001",
   "finished": true,
   "running": false,
@@ -313,6 +313,7 @@ const reportJSON = `{
       "end": "",
       "predicted": ""
     }
-  ]
+  ],
+  "stale": []
 }
 `

@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status.\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -64,6 +64,8 @@ type reportView struct {
 	WallMS        float64        `json:"wall_ms"`
 	Totals        map[string]int `json:"totals"`
 	Tasks         []reportTask   `json:"tasks"`
+	// Stale lists the unfinished tasks that make the plan stale.
+	Stale []staleView `json:"stale"`
 }
 
 func stamp(t time.Time) string {
@@ -92,7 +94,7 @@ func reportRun(opts *ReportOptions) error {
 // newReportView is the --json view of sum.
 func newReportView(sum *orch.ReportSummary) reportView {
 	v := reportView{FormatVersion: app.FormatVersion, UID: sum.UID, Finished: sum.Finished, Running: sum.Running, RunnerPID: sum.RunnerPID,
-		WallMS: millis(sum.Wall), Totals: make(map[string]int, len(sum.Totals)), Tasks: make([]reportTask, 0, len(sum.Tasks))}
+		WallMS: millis(sum.Wall), Totals: make(map[string]int, len(sum.Totals)), Tasks: make([]reportTask, 0, len(sum.Tasks)), Stale: staleViews(sum.Stale)}
 	for s, n := range sum.Totals {
 		v.Totals[string(s)] = n
 	}
@@ -111,6 +113,7 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // totals line, and where to read the logs of the tasks that failed.
 func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	w := a.IO.Out
+	printStale(w, v.UID, sum.Stale)
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""

@@ -16,6 +16,9 @@ type ShowOptions struct {
 	App  *app.App
 	Ref  string
 	JSON bool
+	// Values adds, per task, its base and every input value it was
+	// planned with.
+	Values bool
 }
 
 // NewCmdShow builds "solar orch show".
@@ -24,13 +27,28 @@ func NewCmdShow(a *app.App, runF func(*ShowOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show [UID|last]",
 		Short: "Show a plan: tasks, why each is there, what each changes, edges",
-		Long: `Show each task of the plan, in the order of orch report, with its status,
-critical-path weight and reason (its staged entry, or the rules that trigger
-it); then what each staged task changes (its entry's + ~ - lines, secrets
-masked; "committed" once the task ran); then every edge. --json carries the
-values before and after per input, masked.` + "\n" + app.ExitHelp,
+		Long: `Show what the plan was reviewed with, never today's values: each task, in
+the order of orch report, with its status, critical-path weight and reason
+(its staged entry, or the rules that trigger it); then what each staged task
+changes (its entry's + ~ - lines as recorded when the plan was made, secrets
+masked; "committed" once the task ran); then every edge. A value an earlier
+task of the plan sends is shown "(known after TASK runs)".
+
+A stale plan (one run-once would refuse: a task not yet finished whose
+resource changed since the plan was made) says so at the top, naming each
+stale task and why.
+
+--values adds, per task, its base (name, version, digest) and every input
+value it will run with, and the transport inputs of its node. --json is the
+whole reviewed artifact: per task its base, planned inputs (sensitive ones
+masked), sensitive input names, values known only later, node, why it is
+there, the tasks it runs after and before, and its diff; "stale" lists the
+stale tasks. A plan made before values were pinned has "pinned": false and
+shows its staged entries' diffs as they are now.` + "\n" + app.ExitHelp,
 		Example: `  solar orch show last
-  solar orch show last --json | jq '.tasks[] | select(.staged)'`,
+  solar orch show last --values
+  solar orch show last --json | jq '.tasks[] | select(.staged)'
+  solar orch show last --json | jq '.tasks[] | {id, base: .base.digest, inputs}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = refArg(args)
@@ -41,6 +59,7 @@ values before and after per input, masked.` + "\n" + app.ExitHelp,
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&opts.Values, "values", false, "also show each task's base and every value it was planned with")
 	return c
 }
 
@@ -57,6 +76,24 @@ type taskView struct {
 	// DiffSource is "committed", "staged" or "" (see orch.TaskDiff).
 	DiffSource string           `json:"diff_source"`
 	Diff       []app.ChangeView `json:"diff"`
+	// What the task was reviewed with (its pin); zero values in a plan
+	// made before pins (planView.Pinned false).
+	Base      baseView          `json:"base"`
+	Inputs    map[string]any    `json:"inputs"`
+	Sensitive []string          `json:"sensitive"`
+	Later     map[string]string `json:"later"`
+	Location  string            `json:"location"`
+	Node      map[string]any    `json:"node"`
+	// Why is the human "why" column: "staged KEY" or "triggered by RULE; ...".
+	Why    string   `json:"why"`
+	After  []string `json:"after"`
+	Before []string `json:"before"`
+}
+
+type baseView struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
 }
 
 type edgeView struct {
@@ -75,6 +112,11 @@ type planView struct {
 	Tasks         []taskView `json:"tasks"`
 	Edges         []edgeView `json:"edges"`
 	Warnings      []string   `json:"warnings"`
+	// Stale lists the unfinished tasks that make the plan stale.
+	Stale []staleView `json:"stale"`
+	// Pinned is false for a plan made before tasks were pinned: its tasks
+	// have no base, inputs or node, and their diffs are the staged log's.
+	Pinned bool `json:"pinned"`
 }
 
 func showRun(opts *ShowOptions) error {
@@ -86,40 +128,23 @@ func showRun(opts *ShowOptions) error {
 	}); err != nil {
 		return err
 	}
-	rec := sum.Record
-	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
-		Selection: rec.Selection, Tasks: []taskView{}, Edges: []edgeView{}, Warnings: rec.Plan.Warnings}
-	if v.Selection == nil {
-		v.Selection = []string{}
-	}
-	if v.Warnings == nil {
-		v.Warnings = []string{}
-	}
-	for _, t := range sum.Tasks {
-		n := t.Node
-		tb := n.TriggeredBy
-		if tb == nil {
-			tb = []string{}
-		}
-		v.Tasks = append(v.Tasks, taskView{ID: n.ID, Resource: n.Resource, Action: n.Action, Instance: n.Instance,
-			Status: string(t.Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: tb, Weight: n.Weight,
-			DiffSource: t.Diff.Source, Diff: app.DiffView(t.Diff.Diff)})
-	}
-	for _, e := range rec.Plan.Edges {
-		v.Edges = append(v.Edges, edgeView{From: e.From, To: e.To, Kind: e.Kind, Event: string(e.Event), Rule: e.Rule})
-	}
-	w := opts.App.IO.Out
+	v := newPlanView(sum)
 	if opts.JSON {
-		return app.JSON(w, v)
+		return app.JSON(opts.App.IO.Out, v)
 	}
+	return printPlan(opts, sum, v)
+}
+
+// printPlan prints the human view of a plan: the stale mark, the tasks,
+// what each staged task changes, each task's values with --values, then
+// the edges and the planner's warnings.
+func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
+	w := opts.App.IO.Out
+	printStale(w, v.UID, sum.Stale)
 	fmt.Fprintf(w, "plan %s (created %s, selection: %s)\n\n", v.UID, v.CreatedAt, selection(v.Selection))
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
-		why := "staged " + t.StagedKey
-		if !t.Staged {
-			why = "triggered by " + strings.Join(t.TriggeredBy, "; ")
-		}
-		rows = append(rows, []string{t.ID, app.Paint(t.Status, opts.App.ColorOut()), fmt.Sprint(t.Weight), why})
+		rows = append(rows, []string{t.ID, app.Paint(t.Status, opts.App.ColorOut()), fmt.Sprint(t.Weight), t.Why})
 	}
 	if err := app.Table(w, []string{"task", "status", "weight", "why"}, rows); err != nil {
 		return err
@@ -144,9 +169,15 @@ func showRun(opts *ShowOptions) error {
 		for _, c := range t.Diff {
 			fmt.Fprintf(w, "    %s\n", app.Escape(c.Text))
 		}
+		if t.DiffSource != "committed" {
+			printLater(w, t)
+		}
 	}
 	if changed {
 		fmt.Fprintln(w)
+	}
+	if opts.Values {
+		printValues(w, sum)
 	}
 	erows := make([][]string, 0, len(v.Edges))
 	for _, e := range v.Edges {

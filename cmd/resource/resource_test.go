@@ -76,7 +76,7 @@ location  str
 }
 
 const listJSON = `{
-  "format_version": 1,
+  "format_version": 2,
   "resources": [
     {
       "name": "n1",

@@ -48,7 +48,7 @@ func TestScripts(t *testing.T) {
 var postgresScripts = []string{
 	"spec_session", "ch_staging", "ch_process", "orch_run", "orch_crash", "orch_control",
 	"orch_live_edits", "orch_two_plans", "composition", "connections", "stale_plans", "team_store",
-	"remote_resume",
+	"remote_resume", "review_stale", "review_pinned",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
@@ -135,6 +135,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"watchdog":   cmdWatchdog,
 			"snapstore":  cmdSnapstore,
 			"cmpstore":   cmdCmpstore,
+			"unpin":      cmdUnpin,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {

@@ -49,7 +49,7 @@ staged       1
 staged_tags  2
 `},
 		{Name: "info json", Run: func() error { return infoRun(&InfoOptions{App: a, JSON: true}) }, Out: `{
-  "format_version": 1,
+  "format_version": 2,
   "backend": "bbolt",
   "location": "$DB",
   "schema_version": 3,
