@@ -40,13 +40,13 @@ func (e *missingError) Error() string {
 	n := 0
 	for _, m := range e.list {
 		n += len(m.Resources)
-		parts = append(parts, fmt.Sprintf("%s (directory %s, gone)", strings.Join(m.Resources, ", "), m.Dir))
+		parts = append(parts, fmt.Sprintf("%s (directory %s could not be read)", strings.Join(m.Resources, ", "), m.Dir))
 	}
-	what := "the base of resource"
+	what, verb := "the base of resource", "is"
 	if n > 1 {
-		what = "the bases of resources"
+		what, verb = "the bases of resources", "are"
 	}
-	return fmt.Sprintf("%s %s not in the store; re-point each with solar resource upgrade NAME DIR", what, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s %s %s not in the store; re-point each with solar resource upgrade NAME DIR", what, strings.Join(parts, "; "), verb)
 }
 
 func (e *missingError) Unwrap() error { return ErrBaseMissing }
