@@ -12,6 +12,14 @@
 // runs it (0700, one directory per digest, verified before use): runners
 // never read the operator's directory.
 //
+// Find resolves a reference NAME[@DIGEST] as the CLI takes it (NAME alone
+// is the newest of that name; a digest prefix needs MinPrefix digits).
+// Nothing here removes a base on its own: Delete is called by an explicit
+// prune (orch.PruneBases), which knows what refers to each base. The
+// missing/ marks (missing.go) name resources that the upgrade of an older
+// store could not give their base (package resources registers that
+// upgrade, and reports them).
+//
 // Bad input (exit 2 in the CLI) wraps ErrBase: a symlink leading out of the
 // base, a FIFO, socket or device, an unreadable file, a base larger than
 // MaxSize in all.

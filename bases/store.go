@@ -51,7 +51,9 @@ func Has(tx *store.Tx, digest string) bool { return tx.Has(store.Bases, contentK
 // is not stored, ErrCorrupt when its bytes do not match the digest. name
 // is for the error only.
 func Get(tx *store.Tx, name, digest string) (*Content, error) {
-	raw, err := tx.Peek(store.Bases, contentKey(digest))
+	// Get, not Peek: the files Decode returns share raw's bytes, and they
+	// are used after the transaction (a bbolt file's pages are unmapped).
+	raw, err := tx.Get(store.Bases, contentKey(digest))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s@%s is not in the store", ErrUnknown, name, Short(digest))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/cmd/base"
 	"github.com/solarops/solar/cmd/ch"
 	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/events"
@@ -92,6 +93,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 	root.SetHelpCommand(newCmdHelp())
 	root.AddCommand(
 		resource.NewCmd(a),
+		base.NewCmd(a),
 		events.NewCmd(a),
 		ch.NewCmd(a),
 		orchcmd.NewCmd(a),

@@ -7,6 +7,11 @@
 // emitter's effective value, transitively; Catalog.Effective computes those
 // values. Compositions create many resources, connections and rules at once.
 //
+// The base's files are kept in the store by digest (package bases); a
+// resource made by an earlier solar whose directory was gone when the store
+// was upgraded (upgrade.go, schema version 4, registered here) has none:
+// CheckBase refuses it and MissingBases lists such resources.
+//
 // The package works inside a caller's store transaction and never commits or
 // prints: the CLI decides what to show, staging decides what to record.
 package resources

@@ -15,7 +15,7 @@ import (
 // SchemaVersion is the layout version written into every store. Bump it when
 // a bucket's encoding changes incompatibly, with the upgrade of an older
 // store (upgrade.go), which opening it read-write runs in place.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Bucket names. Each domain package owns the encoding of its own bucket.
 const (
@@ -30,7 +30,7 @@ const (
 	Refreshes   = "refreshes"   // resource.action -> pending refresh
 	Effective   = "effective"   // resource name -> its effective inputs (a cache kept by resources)
 	HostKeys    = "host_keys"   // node name -> nodes.Trusted (the host key trusted for it)
-	Bases       = "bases"       // content/<digest> -> a base's files, info/<digest> -> bases.Info
+	Bases       = "bases"       // content/<digest> -> a base's files, info/<digest> -> bases.Info, missing/<resource> -> directory
 	meta        = "meta"
 )
 

@@ -19,10 +19,38 @@ var upgrades = []func(tx kv.Tx) error{
 	3: indexRulesByPair,
 }
 
+// registered holds the upgrades that a package above store gives
+// (RegisterUpgrade), because they need what store cannot import: version
+// 4 reads each resource's base directory into the bases bucket (package
+// resources registers it, in its init; every program that opens a store
+// imports resources).
+var registered = map[int]func(tx *Tx) error{}
+
+// RegisterUpgrade gives the upgrade to schema version v, which runs as the
+// ones of this file do: in the transaction that opens an older store. It
+// is called from an init function; a version registered twice, or one
+// this file upgrades itself, panics.
+func RegisterUpgrade(v int, fn func(tx *Tx) error) {
+	if v < len(upgrades) || v > SchemaVersion || registered[v] != nil {
+		panic(fmt.Sprintf("store: upgrade to version %d registered twice or out of range", v))
+	}
+	registered[v] = fn
+}
+
 // upgrade brings a store of schema version from to SchemaVersion.
 func upgrade(tx kv.Tx, from int) error {
 	for v := from + 1; v <= SchemaVersion; v++ {
-		if err := upgrades[v](tx); err != nil {
+		step := func(t kv.Tx) error { return registered[v](&Tx{t: t}) }
+		switch {
+		case v < len(upgrades):
+			step = upgrades[v]
+		case registered[v] == nil:
+			// A program that never imported the registering package:
+			// upgrading without the step would leave the store between
+			// two versions.
+			return fmt.Errorf("to version %d: this program has no upgrade to it (package resources registers it)", v)
+		}
+		if err := step(tx); err != nil {
 			return fmt.Errorf("to version %d: %w", v, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/solarops/solar/events"
 	"github.com/solarops/solar/internal/pgtest"
+	// The upgrade to version 4 is registered by package resources.
+	_ "github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/store/bolt"
 	"github.com/solarops/solar/store/kv"

@@ -35,6 +35,8 @@ type App struct {
 	// LockWait bounds the wait for another solar process.
 	LockWait time.Duration
 	Now      func() time.Time
+	// warned is set once a command said that the store lacks some bases.
+	warned bool
 }
 
 // New returns an App on the process's real streams and environment.
@@ -134,6 +136,9 @@ func (a *App) OpenAt(p string, readOnly, given bool) (*store.DB, error) {
 	db, err := store.Open(p, store.Options{LockWait: wait, ReadOnly: readOnly})
 	if errors.Is(err, store.ErrNoStore) {
 		return nil, Usagef("no store at %s: nothing has been created there yet (check --db or $SOLAR_DB)", store.Redact(p))
+	}
+	if err == nil {
+		a.warnMissingBases(db)
 	}
 	return db, err
 }

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,7 +31,10 @@ func TestParse(t *testing.T) {
 func TestRun(t *testing.T) {
 	e := apptest.New(t)
 	res := apptest.Resources(t)
-	e.Replace = strings.NewReplacer(res, "$RES").Replace
+	digest := regexp.MustCompile(`[0-9a-f]{64}`) // of a bundled base, which package bases tests
+	e.Replace = func(s string) string {
+		return digest.ReplaceAllString(strings.NewReplacer(res, "$RES").Replace(s), "$$DIGEST")
+	}
 	a := e.App
 	e.Steps(t, []apptest.Step{
 		{Name: "create", Run: func() error {
@@ -48,6 +52,7 @@ web   noop            env=prod,resource=web,role=noop  ok
 `},
 		{Name: "show", Run: func() error { return showRun(&ShowOptions{App: a, Name: "web"}) }, Out: `web
   base:     noop (noop, $RES/noop)
+  digest:   $DIGEST
   tags:     env=prod, resource=web, role=noop
   actions:  remove, restart, run, update
   meta:     retry=0
@@ -82,6 +87,7 @@ const listJSON = `{
       "name": "n1",
       "base": "node",
       "base_dir": "$RES/node",
+      "base_digest": "$DIGEST",
       "handler": "noop",
       "location": "n1",
       "removing": false,

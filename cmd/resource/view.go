@@ -27,11 +27,16 @@ type metaView struct {
 	Sema    []string `json:"sema"`
 }
 
+// resourceView is a resource as shown. BaseDir is the directory its base
+// was created from, on the machine that read it (nothing runs from there);
+// BaseDigest names the base's files in the store (solar base show), "" for
+// a resource of an older store whose directory was gone.
 type resourceView struct {
 	FormatVersion int         `json:"format_version,omitempty"`
 	Name          string      `json:"name"`
 	Base          string      `json:"base"`
 	BaseDir       string      `json:"base_dir"`
+	BaseDigest    string      `json:"base_digest"`
 	Handler       string      `json:"handler"`
 	Location      string      `json:"location"`
 	Removing      bool        `json:"removing"`
@@ -57,7 +62,7 @@ func newView(cat *resources.Catalog, r *resources.Resource) (resourceView, error
 	if err != nil {
 		return resourceView{}, err
 	}
-	v := resourceView{Name: r.Name, Base: r.Base.Name, BaseDir: r.Base.Dir, Handler: r.Base.Handler, Removing: r.Removing,
+	v := resourceView{Name: r.Name, Base: r.Base.Name, BaseDir: r.Base.Dir, BaseDigest: r.Base.Digest, Handler: r.Base.Handler, Removing: r.Removing,
 		Tags: r.Tags.Strings(), Actions: r.Base.ActionNames(), Inputs: []inputView{}}
 	if loc, ok := eff[resources.LocationInput].(string); ok {
 		v.Location = loc
@@ -112,6 +117,11 @@ func printView(w io.Writer, v resourceView) error {
 	}
 	fmt.Fprintf(w, "%s%s\n", v.Name, state)
 	fmt.Fprintf(w, "  base:     %s (%s, %s)\n", app.Escape(v.Base), v.Handler, app.Escape(v.BaseDir))
+	digest := v.BaseDigest
+	if digest == "" {
+		digest = "- (not in the store: solar resource upgrade " + v.Name + " DIR)"
+	}
+	fmt.Fprintf(w, "  digest:   %s\n", digest)
 	if v.Location != "" {
 		fmt.Fprintf(w, "  location: %s\n", app.Escape(v.Location))
 	}

@@ -2,6 +2,7 @@ package storecmd
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,13 +29,23 @@ func TestRun(t *testing.T) {
 	res := apptest.Resources(t)
 	e.Create(t, "web", res+"/noop")
 	to := filepath.Join(t.TempDir(), "copy.db")
-	e.Replace = strings.NewReplacer(e.DB, "$DB", to, "$TO", res, "$RES").Replace
+	paths := strings.NewReplacer(e.DB, "$DB", to, "$TO", res, "$RES")
+	// The stored base's digest, files and time stored depend on the
+	// bundled base and the clock (package bases tests them).
+	digest := regexp.MustCompile(`[0-9a-f]{64}`)
+	files := regexp.MustCompile(`"base64":"[^"]*"`)
+	stored := regexp.MustCompile(`"stored_at":"[^"]*"`)
+	e.Replace = func(s string) string {
+		s = digest.ReplaceAllString(paths.Replace(s), "$$DIGEST")
+		return stored.ReplaceAllString(files.ReplaceAllString(s, `"base64":"$$FILES"`), `"stored_at":"$$TIME"`)
+	}
 	e.Steps(t, []apptest.Step{
 		{Name: "info", Run: func() error { return infoRun(&InfoOptions{App: a}) }, Out: `backend:        bbolt
 location:       $DB
-schema version: 3
-keys:           4
+schema version: 4
+keys:           6
 BUCKET       KEYS
+bases        2
 committed    0
 connections  0
 effective    0
@@ -52,9 +63,10 @@ staged_tags  2
   "format_version": 2,
   "backend": "bbolt",
   "location": "$DB",
-  "schema_version": 3,
-  "keys": 4,
+  "schema_version": 4,
+  "keys": 6,
   "buckets": {
+    "bases": 2,
     "committed": 0,
     "connections": 0,
     "effective": 0,
@@ -72,12 +84,15 @@ staged_tags  2
 `},
 		{Name: "export", Run: func() error { return exportRun(&ExportOptions{App: a}) }, Out: exported},
 		{Name: "copy", Run: func() error { return copyRun(&CopyOptions{App: a, From: e.DB, To: to}) },
-			Out: "copied 4 keys from $DB (bbolt) to $TO (bbolt)\n"},
+			Out: "copied 6 keys from $DB (bbolt) to $TO (bbolt)\n"},
 		{Name: "copy onto a store", Run: func() error { return copyRun(&CopyOptions{App: a, From: e.DB, To: to}) }, WantErr: store.ErrNotEmpty},
 	})
 }
 
-const exported = `{"format_version":1,"schema_version":3,"buckets":{
+const exported = `{"format_version":1,"schema_version":4,"buckets":{
+"bases":{"sequence":0,"keys":[
+{"key":"content/$DIGEST","base64":"$FILES"},
+{"key":"info/$DIGEST","json":{"name":"noop","version":"1.0.0","digest":"$DIGEST","size":674,"files":6,"stored_at":"$TIME","source":"$RES/noop"}}]},
 "committed":{"sequence":0,"keys":[]},
 "connections":{"sequence":0,"keys":[]},
 "effective":{"sequence":0,"keys":[]},
@@ -87,7 +102,7 @@ const exported = `{"format_version":1,"schema_version":3,"buckets":{
 "plans":{"sequence":0,"keys":[]},
 "refreshes":{"sequence":0,"keys":[]},
 "resources":{"sequence":0,"keys":[
-{"key":"web","json":{"name":"web","base":{"name":"noop","dir":"$RES/noop","handler":"noop","version":"1.0.0","actions":{"remove":"actions/remove.sh","restart":"actions/restart.sh","run":"actions/run.sh","update":"actions/update.sh"},"inputs":[{"name":"value","schema":"str","default":""},{"name":"location","schema":"str","default":""}],"tags":["role=noop"]},"inputs":{"location":"","value":""},"tags":{"resource":"web","role":"noop"}}}]},
+{"key":"web","json":{"name":"web","base":{"name":"noop","dir":"$RES/noop","digest":"$DIGEST","handler":"noop","version":"1.0.0","actions":{"remove":"actions/remove.sh","restart":"actions/restart.sh","run":"actions/run.sh","update":"actions/update.sh"},"inputs":[{"name":"value","schema":"str","default":""},{"name":"location","schema":"str","default":""}],"tags":["role=noop"]},"inputs":{"location":"","value":""},"tags":{"resource":"web","role":"noop"}}}]},
 "staged":{"sequence":1,"keys":[
 {"key":"web.run","json":{"key":"web.run","resource":"web","action":"run","seq":1,"tags":{"resource":"web","role":"noop"},"diff":[{"op":"add","key":"value","new":""},{"op":"add","key":"location","new":""}],"cause":"create","staged_at":"2026-11-22T10:00:00Z"}}]},
 "staged_tags":{"sequence":0,"keys":[
