@@ -8,6 +8,7 @@ type ChangeView struct {
 	Op         string `json:"op"`
 	Key        string `json:"key"`
 	Connection bool   `json:"connection"`
+	File       bool   `json:"file"` // a base file ("." the base itself), staged by resource upgrade
 	Old        any    `json:"old,omitempty"` // absent when the input had no value
 	New        any    `json:"new,omitempty"` // absent when it has none now
 	Text       string `json:"text"`
@@ -17,7 +18,7 @@ type ChangeView struct {
 func DiffView(d []staging.Change) []ChangeView {
 	out := make([]ChangeView, 0, len(d))
 	for _, c := range d {
-		out = append(out, ChangeView{Op: c.Op, Key: c.Key, Connection: c.Connection,
+		out = append(out, ChangeView{Op: c.Op, Key: c.Key, Connection: c.Connection, File: c.File,
 			Old: masked(c, c.Old), New: masked(c, c.New), Text: staging.FormatChange(c)})
 	}
 	return out
