@@ -8,7 +8,7 @@ type ChangeView struct {
 	Op         string `json:"op"`
 	Key        string `json:"key"`
 	Connection bool   `json:"connection"`
-	File       bool   `json:"file"` // a base file ("." the base itself), staged by resource upgrade
+	File       bool   `json:"file"`          // a base file ("." the base itself), staged by resource upgrade
 	Old        any    `json:"old,omitempty"` // absent when the input had no value
 	New        any    `json:"new,omitempty"` // absent when it has none now
 	Text       string `json:"text"`
