@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/solarops/solar/bases"
+	"github.com/solarops/solar/resources/schema"
 	"github.com/solarops/solar/tags"
 )
 
@@ -62,8 +63,9 @@ type InputChange struct {
 
 // Upgrade gives the named resource the base b, which LoadBase read (its
 // files are stored here, once per digest), and returns what changed. The
-// inputs b adds take their defaults; those it drops lose their values;
-// every value kept must fit its new schema. It refuses, wrapping
+// inputs b adds take their defaults; those it drops lose their values; a
+// value equal to its old default takes the new one; every value kept must
+// fit its new schema. It refuses, wrapping
 // ErrConnected, to drop an input a connection maps into or out of, and,
 // wrapping ErrInvalid, a resource staged for removal, a base that is a
 // node where the old was not (or the reverse), and a new required input
@@ -220,8 +222,8 @@ func (c *Catalog) refuseConnected(name string, removed []string) error {
 }
 
 // upgradedInputs returns r's own values under base b: those of inputs b
-// keeps, checked against their new schemas, and the defaults of the
-// inputs b adds.
+// keeps, checked against their new schemas (a value equal to the old
+// default becomes the new default), and the defaults of the inputs b adds.
 func upgradedInputs(r *Resource, b *Base) (map[string]any, error) {
 	out := make(map[string]any, len(b.Inputs))
 	for _, d := range b.Inputs {
@@ -234,6 +236,11 @@ func upgradedInputs(r *Resource, b *Base) (map[string]any, error) {
 		v, ok := r.Inputs[d.Name]
 		if !ok {
 			continue
+		}
+		if was, _ := r.Base.Input(d.Name); was.Default != nil && v != nil && schema.Equal(v, was.Default) {
+			// A value the resource took from the old default follows
+			// the new one.
+			v = d.Default
 		}
 		if v == nil {
 			out[d.Name] = nil
