@@ -6,6 +6,8 @@
 // store alone describes it. Connections make a receiver's input follow an
 // emitter's effective value, transitively; Catalog.Effective computes those
 // values. Compositions create many resources, connections and rules at once.
+// Catalog.Upgrade gives a resource a new base: inputs added take their
+// defaults, inputs dropped lose their values unless a connection uses them.
 //
 // The package works inside a caller's store transaction and never commits or
 // prints: the CLI decides what to show, staging decides what to record.
