@@ -8,10 +8,12 @@ type ChangeView struct {
 	Op         string `json:"op"`
 	Key        string `json:"key"`
 	Connection bool   `json:"connection"`
-	File       bool   `json:"file"`          // a base file ("." the base itself), staged by resource upgrade
 	Old        any    `json:"old,omitempty"` // absent when the input had no value
 	New        any    `json:"new,omitempty"` // absent when it has none now
 	Text       string `json:"text"`
+	// File marks a line of a base's files ("." the base itself), which
+	// "resource upgrade" stages.
+	File bool `json:"file"`
 }
 
 // DiffView renders a diff for JSON; never nil.

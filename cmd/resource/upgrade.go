@@ -55,9 +55,9 @@ nothing: the members of a composition are tagged composition=NAME. Without
 DIR each is read from its own directory; with DIR only those created from
 DIR are upgraded.
 
-Exit status: 0 upgraded or unchanged, 1 error (store busy, I/O), 2 invalid
-input (a bad base directory, a connected input dropped...: nothing was
-changed).`,
+Exit status 0 means every resource was upgraded or unchanged; 2, a bad base
+directory, a connected input dropped or another bad input (nothing was
+changed); 1, an error (store busy, I/O).` + "\n" + app.ExitHelp,
 		Example: `  vi bases/web/actions/run.sh
   solar resource upgrade web
   solar ch diff web.update
