@@ -6,6 +6,8 @@
 // store alone describes it. Connections make a receiver's input follow an
 // emitter's effective value, transitively; Catalog.Effective computes those
 // values. Compositions create many resources, connections and rules at once.
+// Catalog.Upgrade gives a resource a new base: inputs added take their
+// defaults, inputs dropped lose their values unless a connection uses them.
 //
 // The base's files are kept in the store by digest (package bases); a
 // resource made by an earlier solar whose directory was gone when the store

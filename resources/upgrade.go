@@ -1,278 +1,337 @@
 package resources
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/solarops/solar/bases"
-	"github.com/solarops/solar/internal/invalid"
-	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/resources/schema"
+	"github.com/solarops/solar/tags"
 )
 
-// The upgrade of a store to schema version 4 reads bases from the
-// operator's directories, which package store cannot do: it is registered
-// here, where every program that opens a store links it.
-func init() { store.RegisterUpgrade(4, storeOldBases) }
-
-// ErrBaseMissing means a resource's base files are not in the store: it
-// was made by a solar that did not store them, and its directory was gone
-// (or did not read) when the store was upgraded. Nothing of it can run
-// until "solar resource upgrade NAME DIR" stores them.
-var ErrBaseMissing = invalid.New("base not in the store")
-
-// MissingBase is a base directory that could not be stored when the store
-// was upgraded, and the resources that still lack it.
-type MissingBase struct {
-	Dir       string   `json:"dir"`
-	Resources []string `json:"resources"`
+// Upgrade is what Catalog.Upgrade did to one resource.
+type Upgrade struct {
+	Name string
+	// Old and New are the base before and after; Old.Digest is "" for a
+	// resource created before bases were stored.
+	Old, New BaseRef
+	// Unchanged is set when the new base has the digest of the old one:
+	// nothing else of it changed (the directory may have, see Moved).
+	Unchanged bool
+	// Moved is set when an unchanged base was read from another
+	// directory, which the resource records from now on.
+	Moved bool
+	// Files lists how the base's files changed. OldFiles is false when the
+	// old files are not in the store (a record from before bases were
+	// stored): then Files is empty, as nothing can be compared.
+	Files    []bases.Difference
+	OldFiles bool
+	// Added are the inputs the new base adds (they take their defaults),
+	// Removed those it drops (their values go), Changed those whose
+	// declaration changed, each with what changed; all sorted.
+	Added   []string
+	Removed []string
+	Changed []InputChange
 }
 
-// missingError names the resources without their base, where it was
-// looked for, and the command that stores it.
-type missingError struct{ list []MissingBase }
-
-func (e *missingError) Error() string {
-	var parts []string
-	n := 0
-	for _, m := range e.list {
-		n += len(m.Resources)
-		parts = append(parts, fmt.Sprintf("%s (directory %s could not be read)", strings.Join(m.Resources, ", "), m.Dir))
-	}
-	what, verb := "the base of resource", "is"
-	if n > 1 {
-		what, verb = "the bases of resources", "are"
-	}
-	return fmt.Sprintf("%s %s %s not in the store; re-point each with solar resource upgrade NAME DIR", what, strings.Join(parts, "; "), verb)
-}
-
-func (e *missingError) Unwrap() error { return ErrBaseMissing }
-
-// BaseMissing returns an error wrapping ErrBaseMissing that names the
-// resources of list and their directories, with the command that
-// re-points them; nil for an empty list.
-func BaseMissing(list []MissingBase) error {
-	if len(list) == 0 {
-		return nil
-	}
-	return &missingError{list: list}
-}
-
-// CheckBase returns nil when r's base is in the store (its record names a
-// digest), else the error of BaseMissing for r alone. Whatever needs a
-// resource's files (planning a task of it, running one) asks first.
-func CheckBase(r *Resource) error {
-	if r.Base.Digest != "" {
-		return nil
-	}
-	return BaseMissing([]MissingBase{{Dir: r.Base.Dir, Resources: []string{r.Name}}})
-}
-
-// MissingBases lists, by directory, the resources that the upgrade to
-// schema version 4 could not give their base and that still have none
-// (not removed, not upgraded since). A store without such resources costs
-// one empty prefix scan.
-func MissingBases(tx *store.Tx) ([]MissingBase, error) {
-	marks, err := bases.Missing(tx)
-	if err != nil || len(marks) == 0 {
-		return []MissingBase{}, err
-	}
-	byDir := map[string][]string{}
-	for name, dir := range marks {
-		raw, err := tx.Peek(store.Resources, name)
-		if err != nil {
-			continue // removed since
-		}
-		var rec struct {
-			Base struct {
-				Digest string `json:"digest"`
-			} `json:"base"`
-		}
-		if json.Unmarshal(raw, &rec) != nil || rec.Base.Digest != "" {
-			continue
-		}
-		byDir[dir] = append(byDir[dir], name)
-	}
-	out := make([]MissingBase, 0, len(byDir))
-	for dir, names := range byDir {
-		sort.Strings(names)
-		out = append(out, MissingBase{Dir: dir, Resources: names})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
-	return out, nil
-}
-
-// oldBase is what the upgrade reads of a base in a record of version 3.
-type oldBase struct {
+// BaseRef names a base: the name, version and digest a resource records.
+type BaseRef struct {
 	Name    string `json:"name"`
-	Dir     string `json:"dir"`
 	Version string `json:"version"`
 	Digest  string `json:"digest"`
 }
 
-// oldRecord is a record of version 3 that carries a base: a resource
-// (its "base"), or a history entry of a committed removal (the removed
-// resource's "base", under "removed").
-type oldRecord struct {
-	bucket, key string
-	path        []string // the keys leading to the base object
-	base        oldBase
-	resource    string // the resource to mark when its base is missing
+// Ref returns what names b.
+func (b *Base) Ref() BaseRef { return BaseRef{Name: b.Name, Version: b.Version, Digest: b.Digest} }
+
+// String renders the reference as NAME@SHORT ("NAME" without a digest).
+func (r BaseRef) String() string {
+	if r.Digest == "" {
+		return r.Name
+	}
+	return r.Name + "@" + bases.Short(r.Digest)
 }
 
-// storeOldBases brings a store from version 3 to 4. Version 3 kept no
-// base files: each resource named the directory it was made from. Each
-// directory named by a resource record or a history entry (a committed
-// removal keeps the resource, which revert recreates) is read once with
-// bases.Read and stored, and the records get its digest, their other
-// bytes kept as they were. A directory that is gone or does not read
-// fails nothing: its resources keep no digest and are marked
-// (bases.MarkMissing), so that commands warn and runs refuse them
-// (CheckBase). It is frozen with the layout of version 3.
-func storeOldBases(tx *store.Tx) error {
-	var recs []oldRecord
-	collect := func(bucket string, path []string, named func(raw []byte) (oldBase, string, bool)) error {
-		return tx.ForEach(bucket, "", func(k string, raw []byte) error {
-			if b, res, ok := named(raw); ok && b.Digest == "" && b.Dir != "" {
-				recs = append(recs, oldRecord{bucket: bucket, key: k, path: path, base: b, resource: res})
-			}
-			return nil
-		})
-	}
-	err := collect(store.Resources, []string{"base"}, func(raw []byte) (oldBase, string, bool) {
-		var r struct {
-			Name string  `json:"name"`
-			Base oldBase `json:"base"`
-		}
-		return r.Base, r.Name, json.Unmarshal(raw, &r) == nil
-	})
+// InputChange is an input whose declaration a new base changed.
+type InputChange struct {
+	Name string `json:"name"`
+	// What says what changed, e.g. `schema int >> str`, `default 3 >> 4`.
+	What string `json:"what"`
+}
+
+// Upgrade gives the named resource the base b, which LoadBase read (its
+// files are stored here, once per digest), and returns what changed. The
+// inputs b adds take their defaults; those it drops lose their values; a
+// value equal to its old default takes the new one; every value kept must
+// fit its new schema. It refuses, wrapping
+// ErrConnected, to drop an input a connection maps into or out of, and,
+// wrapping ErrInvalid, a resource staged for removal, a base that is a
+// node where the old was not (or the reverse), and a new required input
+// with no default. A base with the digest of the old one changes nothing
+// but, if it was read elsewhere, the directory recorded.
+func (c *Catalog) Upgrade(name string, b *Base) (*Upgrade, error) {
+	old, err := c.Get(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = collect(store.History, []string{"removed", "base"}, func(raw []byte) (oldBase, string, bool) {
-		var h struct {
-			Removed *struct {
-				Base oldBase `json:"base"`
-			} `json:"removed"`
+	if old.Removing {
+		return nil, invalidf("%s is staged for removal; discard that first (solar ch discard %s.remove)", name, name)
+	}
+	u := &Upgrade{Name: name, Old: old.Base.Ref(), New: b.Ref()}
+	if b.Digest == old.Base.Digest {
+		u.Unchanged = true
+		if b.Dir == old.Base.Dir && b.Name == old.Base.Name {
+			return u, nil
 		}
-		if json.Unmarshal(raw, &h) != nil || h.Removed == nil {
-			return oldBase{}, "", false
-		}
-		return h.Removed.Base, "", true
-	})
+		u.Moved = true
+		r := *old
+		r.Base.Dir, r.Base.Name = b.Dir, b.Name
+		return u, c.Put(&r)
+	}
+	if b.Node != old.Base.Node {
+		return nil, invalidf("%s: base %s is %s and %s is %s; a resource cannot change between node and not (create a new resource)",
+			name, old.Base.Name, nodeWord(old.Base.Node), b.Name, nodeWord(b.Node))
+	}
+	u.Added, u.Removed, u.Changed = compareInputs(&old.Base, b)
+	if err := c.refuseConnected(name, u.Removed); err != nil {
+		return nil, err
+	}
+	r := *old
+	r.Base = *b
+	if r.Inputs, err = upgradedInputs(old, b); err != nil {
+		return nil, err
+	}
+	r.Masked = slices.DeleteFunc(slices.Clone(old.Masked), func(k string) bool { return slices.Contains(u.Removed, k) })
+	if len(r.Masked) == 0 {
+		r.Masked = nil
+	}
+	if r.Tags, err = upgradedTags(old, b); err != nil {
+		return nil, err
+	}
+	if u.Files, u.OldFiles, err = c.fileChanges(old, b); err != nil {
+		return nil, err
+	}
+	if err := c.storeBase(b); err != nil {
+		return nil, err
+	}
+	if err := c.Put(&r); err != nil {
+		return nil, err
+	}
+	eff, err := c.Effective(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	digests := map[string]string{} // dir -> digest, "" when it did not read
-	now := time.Now().UTC()
-	for _, r := range recs {
-		digest, seen := digests[r.base.Dir]
-		if !seen {
-			if c, err := bases.Read(r.base.Dir); err == nil {
-				info := bases.Info{Name: r.base.Name, Version: r.base.Version, Source: r.base.Dir, StoredAt: now}
-				if err := bases.Put(tx, c, info); err != nil {
-					return err
-				}
-				digest = c.Digest
-			}
-			digests[r.base.Dir] = digest
-		}
-		if digest == "" {
-			if r.resource != "" {
-				if err := bases.MarkMissing(tx, r.resource, r.base.Dir); err != nil {
-					return err
-				}
-			}
+	if err := c.checkRequired(&r, eff); err != nil {
+		return nil, fmt.Errorf("upgrade %s to base %s: %w", name, u.New, err)
+	}
+	return u, nil
+}
+
+func nodeWord(node bool) string {
+	if node {
+		return "a node"
+	}
+	return "not a node"
+}
+
+// compareInputs lists the inputs b adds to, drops from and changes in
+// the base from, each sorted.
+func compareInputs(from, b *Base) (added, removed []string, changed []InputChange) {
+	added, removed = []string{}, []string{}
+	changed = []InputChange{}
+	for _, d := range b.Inputs {
+		was, ok := from.Input(d.Name)
+		if !ok {
+			added = append(added, d.Name)
 			continue
 		}
-		raw, err := tx.Get(r.bucket, r.key)
-		if err != nil {
-			return err
+		var what []string
+		if was.Schema.String() != d.Schema.String() {
+			what = append(what, "schema "+was.Schema.String()+" >> "+d.Schema.String())
 		}
-		if raw, err = setField(raw, r.path, "digest", digest); err != nil {
-			return store.Damagedf("%s record %q: %v", r.bucket, r.key, err)
+		if was.Sensitive != d.Sensitive {
+			what = append(what, fmt.Sprintf("sensitive %t >> %t", was.Sensitive, d.Sensitive))
 		}
-		if err := tx.Put(r.bucket, r.key, raw); err != nil {
-			return err
+		if fmt.Sprint(was.Default) != fmt.Sprint(d.Default) {
+			// A sensitive default is not shown, as a value is not.
+			if was.Sensitive || d.Sensitive {
+				what = append(what, "default changed")
+			} else {
+				what = append(what, "default "+showDefault(was.Default)+" >> "+showDefault(d.Default))
+			}
+		}
+		if len(what) > 0 {
+			changed = append(changed, InputChange{Name: d.Name, What: strings.Join(what, ", ")})
+		}
+	}
+	for _, d := range from.Inputs {
+		if _, ok := b.Input(d.Name); !ok {
+			removed = append(removed, d.Name)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	slices.SortFunc(changed, func(x, y InputChange) int { return strings.Compare(x.Name, y.Name) })
+	return added, removed, changed
+}
+
+func showDefault(v any) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(v)
+}
+
+// refuseConnected refuses to drop an input that a connection maps into or
+// out of: the connection would name an input its resource no longer has.
+func (c *Catalog) refuseConnected(name string, removed []string) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	ins, err := c.Incoming(name)
+	if err != nil {
+		return err
+	}
+	for _, conn := range ins {
+		for _, m := range conn.Mappings {
+			if slices.Contains(removed, m.To) {
+				return connectedf("%s: the new base drops input %q, which connection %s -> %s (%s) feeds; disconnect first (solar disconnect %s %s)",
+					name, m.To, conn.Emitter, name, m, conn.Emitter, name)
+			}
+		}
+	}
+	rcvs, err := c.Receivers(name)
+	if err != nil {
+		return err
+	}
+	for _, rcv := range rcvs {
+		conn, ok := c.Connection(name, rcv)
+		if !ok {
+			continue
+		}
+		for _, m := range conn.Mappings {
+			if slices.Contains(removed, m.From) {
+				return connectedf("%s: the new base drops input %q, which connection %s -> %s (%s) reads; disconnect first (solar disconnect %s %s)",
+					name, m.From, name, rcv, m, name, rcv)
+			}
 		}
 	}
 	return nil
 }
 
-// field is one member of a JSON object, its value as it was written.
-type field struct {
-	key   string
-	value json.RawMessage
-}
-
-// setField sets key to the JSON string value in the object that path
-// leads to inside the object raw, keeping every other member, and their
-// order, byte for byte. A new key goes after "dir" when there is one (the
-// place Base encodes "digest"), else last.
-func setField(raw []byte, path []string, key, value string) ([]byte, error) {
-	fields, err := objectFields(raw)
-	if err != nil {
-		return nil, err
-	}
-	if len(path) > 0 {
-		for i := range fields {
-			if fields[i].key == path[0] {
-				inner, err := setField(fields[i].value, path[1:], key, value)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", path[0], err)
-				}
-				fields[i].value = inner
-				return encodeFields(fields), nil
+// upgradedInputs returns r's own values under base b: those of inputs b
+// keeps, checked against their new schemas (a value equal to the old
+// default becomes the new default), and the defaults of the inputs b adds.
+func upgradedInputs(r *Resource, b *Base) (map[string]any, error) {
+	out := make(map[string]any, len(b.Inputs))
+	for _, d := range b.Inputs {
+		if _, had := r.Base.Input(d.Name); !had {
+			if d.Default != nil {
+				out[d.Name] = d.Default
+			}
+			continue
+		}
+		v, ok := r.Inputs[d.Name]
+		if !ok {
+			continue
+		}
+		if was, _ := r.Base.Input(d.Name); was.Default != nil && v != nil && schema.Equal(v, was.Default) {
+			// A value the resource took from the old default follows
+			// the new one.
+			v = d.Default
+		}
+		if v == nil {
+			out[d.Name] = nil
+			continue
+		}
+		cv, err := d.Schema.Check(v)
+		if err != nil {
+			// A value whose required keys come from connections, as a
+			// composition stores it (decodeResource).
+			if cv, err = optional(d.Schema).Check(v); err != nil {
+				return nil, invalidf("%s: input %q: its value does not fit the new schema %s: %v; change the base or update the value first",
+					r.Name, d.Name, d.Schema, maskErr(&d, err))
 			}
 		}
-		return nil, fmt.Errorf("no member %q", path[0])
-	}
-	v, _ := json.Marshal(value)
-	at := len(fields)
-	for i, f := range fields {
-		if f.key == key {
-			fields[i].value = v
-			return encodeFields(fields), nil
-		}
-		if f.key == "dir" {
-			at = i + 1
-		}
-	}
-	fields = append(fields[:at], append([]field{{key, v}}, fields[at:]...)...)
-	return encodeFields(fields), nil
-}
-
-func objectFields(raw []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var out []field
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, field{key: t.(string), value: v})
+		out[d.Name] = cv
 	}
 	return out, nil
 }
 
-func encodeFields(fields []field) []byte {
-	out := []byte{'{'}
-	for i, f := range fields {
-		if i > 0 {
-			out = append(out, ',')
+// upgradedTags returns r's tags with those the old base gave and the new
+// one does not dropped (unless the resource set them otherwise), and those
+// the new base gives added.
+func upgradedTags(r *Resource, b *Base) (tags.Set, error) {
+	parse := func(list []string, base string) (tags.Set, error) {
+		out := tags.Set{}
+		for _, t := range list {
+			k, v, err := tags.Parse(t)
+			if err != nil {
+				return nil, fmt.Errorf("%w: base %s: %v", ErrBase, base, err)
+			}
+			out[k] = v
 		}
-		k, _ := json.Marshal(f.key)
-		out = append(append(append(out, k...), ':'), f.value...)
+		return out, nil
 	}
-	return append(out, '}')
+	was, err := parse(r.Base.Tags, r.Base.Name)
+	if err != nil {
+		return nil, err
+	}
+	is, err := parse(b.Tags, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := r.Tags.Clone()
+	for k, v := range was {
+		if _, keep := is[k]; !keep && out[k] == v && k != "resource" {
+			delete(out, k)
+		}
+	}
+	for k, v := range is {
+		if k != "resource" {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// fileChanges compares the files of r's base, read from the store, with
+// those of b. Old files that are not stored (a record from before bases
+// were) give no list and false.
+func (c *Catalog) fileChanges(r *Resource, b *Base) ([]bases.Difference, bool, error) {
+	if b.content == nil {
+		return nil, false, fmt.Errorf("%w: base %s: its files were not read (use LoadBase)", ErrBase, b.Name)
+	}
+	if r.Base.Digest == "" {
+		return []bases.Difference{}, false, nil
+	}
+	from, err := bases.Get(c.tx, r.Base.Name, r.Base.Digest)
+	if errors.Is(err, bases.ErrUnknown) {
+		return []bases.Difference{}, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	d := bases.Diff(from, b.content)
+	if d == nil {
+		d = []bases.Difference{}
+	}
+	return d, true, nil
+}
+
+// StoredBase returns the base of that digest as the store keeps it, read
+// again from its files: what "ch discard" of an upgrade puts back. Errors
+// wrap bases.ErrUnknown when it is not stored.
+func (c *Catalog) StoredBase(digest string) (*Base, error) {
+	info, err := bases.GetInfo(c.tx, digest)
+	if err != nil {
+		return nil, err
+	}
+	content, err := bases.Get(c.tx, info.Name, digest)
+	if err != nil {
+		return nil, err
+	}
+	return FromContent(content, info.Name, info.Source, info.Name+"@"+bases.Short(digest))
 }

@@ -107,6 +107,9 @@ func readChanges(r *jsonfast.Reader) []Change {
 			case "sensitive":
 				r.Seen(&seen, 1<<5)
 				c.Sensitive = r.Bool()
+			case "file":
+				r.Seen(&seen, 1<<6)
+				c.File = r.Bool()
 			default:
 				r.Fail()
 			}
@@ -134,6 +137,9 @@ func appendChanges(dst []byte, list []Change) ([]byte, error) {
 		dst = jsonfast.AppendString(dst, c.Key)
 		if c.Connection {
 			dst = append(dst, `,"connection":true`...)
+		}
+		if c.File {
+			dst = append(dst, `,"file":true`...)
 		}
 		var err error
 		if c.Old != nil {

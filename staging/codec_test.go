@@ -17,7 +17,7 @@ func randChanges(rng *rand.Rand) []Change {
 	}
 	out := []Change{}
 	for range rng.IntN(4) {
-		c := Change{Op: jsonfasttest.Text(rng), Key: jsonfasttest.Text(rng), Connection: rng.IntN(2) == 0, Sensitive: rng.IntN(2) == 0}
+		c := Change{Op: jsonfasttest.Text(rng), Key: jsonfasttest.Text(rng), Connection: rng.IntN(2) == 0, File: rng.IntN(2) == 0, Sensitive: rng.IntN(2) == 0}
 		if rng.IntN(3) > 0 {
 			c.Old = jsonfasttest.Value(rng)
 		}

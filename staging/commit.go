@@ -110,7 +110,9 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 			return nil, err
 		}
 		sens = union(sens, ranSensitive)
-		h.Diff = diff(r, before.masked(), sens, old, ran, oldConns, conns)
+		// An upgrade's file lines are what the action ran with, as the
+		// values are (see upgrade.go).
+		h.Diff = append(fileLines(e.Diff), diff(r, before.masked(), sens, old, ran, oldConns, conns)...)
 		own, masked := ownValues(r, conns, ran, sens)
 		snap := Snapshot{Own: own, Masked: masked, Inputs: ran, Sensitive: sortedTrue(sens), Connections: snapshotConns(conns), CommittedAt: h.CommittedAt, Plan: plan}
 		raw, err := encodeSnapshot(&snap)
@@ -396,6 +398,9 @@ func (s *Stager) discardOne(e *Entry) error {
 		if snap, err = s.forgetGone(e.Resource, snap); err != nil {
 			return err
 		}
+		if err := s.restoreBase(e.Resource, e.Key, e.Diff); err != nil {
+			return err
+		}
 		if err := s.restore(e.Resource, snap); err != nil {
 			return err
 		}
@@ -535,10 +540,17 @@ func (s *Stager) revert(uid string) ([]*Entry, error) {
 			}
 			return []*Entry{e}, nil
 		}
+		if err := s.restoreBase(h.Resource, "history "+uid, h.Diff); err != nil {
+			return nil, err
+		}
 		if err := s.restore(h.Resource, h.Before); err != nil {
 			return nil, err
 		}
-		return s.touch(reason{cause: cause}, []string{h.Resource})
+		why, err := s.revertFiles(reason{cause: cause}, h)
+		if err != nil {
+			return nil, err
+		}
+		return s.touch(why, []string{h.Resource})
 	case ActionRemove:
 		if h.Removed == nil {
 			return nil, fmt.Errorf("%w %s: the removed resource was not kept", ErrNotRevertible, uid)

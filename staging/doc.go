@@ -23,6 +23,11 @@
 // afresh, so nothing is forgotten. Discard undoes a staged change, Revert
 // stages the inverse of a committed one.
 //
+// Upgrade stages what a new base changed (files as Change.File lines, the
+// base itself under BaseKey, then the inputs): the file lines are against the
+// committed state and stay with the entry while other changes restage it;
+// discarding or reverting an upgrade puts the old base back from the store.
+//
 // A Stager works inside its caller's transaction and buffers its writes to
 // the log until each of its methods returns, to write them in key order:
 // bbolt is slow at many unordered inserts in one transaction.

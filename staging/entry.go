@@ -43,11 +43,14 @@ const (
 	OpRemove = "remove"
 )
 
-// Change is one line of a diff: an input value or an incoming connection.
+// Change is one line of a diff: an input value, an incoming connection,
+// or an entry of the resource's base files (File, staged by "resource
+// upgrade"; see upgrade.go), never its bytes.
 type Change struct {
 	Op         string `json:"op"`
 	Key        string `json:"key"`
 	Connection bool   `json:"connection,omitempty"`
+	File       bool   `json:"file,omitempty"`
 	Old        any    `json:"old,omitempty"`
 	New        any    `json:"new,omitempty"`
 	Sensitive  bool   `json:"sensitive,omitempty"`
@@ -532,6 +535,9 @@ func FormatChange(c Change) string {
 			return `""`
 		}
 		return schema.Format(v)
+	}
+	if c.File {
+		return formatFile(c)
 	}
 	key := c.Key
 	if c.Connection {

@@ -71,9 +71,15 @@ func (s *Snapshot) masked() map[string]bool {
 				out[m.To] = true
 			}
 		}
+		out[sensUnknown] = true
 	}
 	return out
 }
+
+// sensUnknown is set in masked's map, under a key no input has, when the
+// snapshot did not record which values were masked: an input the base has
+// since dropped, of which nothing else is known, is masked then.
+const sensUnknown = "\x00unknown"
 
 // Committed returns the resource's committed snapshot, or nil if it was
 // never committed.
@@ -187,9 +193,13 @@ func (s *Stager) diffOf(r *resources.Resource, snap *Snapshot) ([]Change, []reso
 // a sensitive input); a change shows neither value if either is.
 func diff(r *resources.Resource, oldSens, sens map[string]bool, old, cur map[string]any, oldConns, curConns []resources.Connection) []Change {
 	out := []Change{}
+	known := 0 // keys of old that are inputs of r's base
 	for _, d := range r.Base.Inputs {
 		o, hadOld := old[d.Name]
 		n, hasNew := cur[d.Name]
+		if hadOld {
+			known++
+		}
 		hadOld = hadOld && o != nil
 		hasNew = hasNew && n != nil
 		switch {
@@ -200,6 +210,10 @@ func diff(r *resources.Resource, oldSens, sens map[string]bool, old, cur map[str
 		case hadOld && hasNew && !schema.Equal(o, n):
 			out = append(out, Change{Op: OpChange, Key: d.Name, Old: o, New: n, Sensitive: oldSens[d.Name] || sens[d.Name]})
 		}
+	}
+	if known < len(old) {
+		// Inputs an upgraded base no longer has (see upgrade.go).
+		out = append(out, dropped(r, oldSens, old)...)
 	}
 	if len(oldConns) == 0 && len(curConns) == 0 {
 		return out
@@ -251,6 +265,10 @@ type reason struct {
 	// by holds, for children, causes known already (a child restaged
 	// after a commit or a discard keeps its causes).
 	by []string
+	// files are the file lines of an upgrade (see upgrade.go) when
+	// setFiles; otherwise a resource keeps those its entry has.
+	files    []Change
+	setFiles bool
 }
 
 // again is the reason to restage e's resource after e was committed or
@@ -379,6 +397,13 @@ func (s *Stager) touchOne(name string, why reason) (*Entry, error) {
 	old, err := s.entry(Key(name, action))
 	if err != nil {
 		return nil, err
+	}
+	files := why.files
+	if !why.setFiles && old != nil {
+		files = fileLines(old.Diff)
+	}
+	if snap != nil && len(files) > 0 {
+		d = append(slices.Clip(files), d...)
 	}
 	if snap != nil && len(d) == 0 && (old == nil || !old.Explicit) {
 		if old != nil {

@@ -788,6 +788,11 @@ func TestFormatChangeMasksSensitive(t *testing.T) {
 		{staging.Change{Op: staging.OpRemove, Key: "ports", Old: []any{int64(80)}}, "- ports: [80]"},
 		{staging.Change{Op: staging.OpAdd, Key: "n1.ip -> ip", Connection: true}, "+ connection n1.ip -> ip"},
 		{staging.Change{Op: staging.OpRemove, Key: "n1.ip -> ip", Connection: true}, "- connection n1.ip -> ip"},
+		{staging.Change{Op: staging.OpChange, Key: ".", File: true, Old: "web@0123456789abcdef", New: "web2@fedcba9876543210"}, "~ base: web@0123456789ab >> web2@fedcba987654"},
+		{staging.Change{Op: staging.OpChange, Key: ".", File: true, New: "web@0123456789abcdef"}, "~ base: (files not stored) >> web@0123456789ab"},
+		{staging.Change{Op: staging.OpAdd, Key: "actions/new.sh", File: true, New: "0123456789ab"}, "+ actions/new.sh"},
+		{staging.Change{Op: staging.OpChange, Key: "actions/run.sh", File: true, Old: "0123456789ab", New: "ba9876543210"}, "~ actions/run.sh"},
+		{staging.Change{Op: staging.OpRemove, Key: "actions/old.sh", File: true, Old: "0123456789ab"}, "- actions/old.sh"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

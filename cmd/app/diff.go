@@ -11,13 +11,16 @@ type ChangeView struct {
 	Old        any    `json:"old,omitempty"` // absent when the input had no value
 	New        any    `json:"new,omitempty"` // absent when it has none now
 	Text       string `json:"text"`
+	// File marks a line of a base's files ("." the base itself), which
+	// "resource upgrade" stages.
+	File bool `json:"file"`
 }
 
 // DiffView renders a diff for JSON; never nil.
 func DiffView(d []staging.Change) []ChangeView {
 	out := make([]ChangeView, 0, len(d))
 	for _, c := range d {
-		out = append(out, ChangeView{Op: c.Op, Key: c.Key, Connection: c.Connection,
+		out = append(out, ChangeView{Op: c.Op, Key: c.Key, Connection: c.Connection, File: c.File,
 			Old: masked(c, c.Old), New: masked(c, c.New), Text: staging.FormatChange(c)})
 	}
 	return out
