@@ -70,6 +70,10 @@ type Runner struct {
 	// its tasks' resources and slots) outlive their last renewal; zero is
 	// store.DefaultLeaseTTL. See claim.go.
 	LeaseTTL time.Duration
+	// CacheDir is this machine's base cache, where the run writes each
+	// base its tasks need from the store, once per digest, and runs it
+	// from (bases.Materialize); "" is bases.CacheDir of the environment.
+	CacheDir string
 
 	transport *sshx.Transport // the run's SSH connections, if any node needs them
 	local     *handler.Local  // the run's attempts on this machine (wireTransports)
@@ -90,12 +94,15 @@ type taskInfo struct {
 	inputDefs map[string]*resources.InputDef
 	location  string
 	semaList  []string
-	// inputs are the resource's effective inputs when the run started;
-	// the runner keeps them current as outputs flow (execution.effective).
-	// nil for a noop task.
+	// inputs are the task's pinned inputs, or (in a plan made before pins)
+	// its resource's effective inputs when the run started; the ledger
+	// adds the outputs the run sends (ledger.inputs). nil for a noop task.
 	inputs   map[string]any
 	problem  string         // why the task cannot run at all
 	reactOut []planner.Edge // the plan's own react edges from the task, copied
+	// pin is what the plan fixed for the task; nil in a plan made before
+	// pins were recorded.
+	pin *Pin
 	// res is the task's resource as prepare decoded it, and resSum the
 	// digest of its record then; nil for noop tasks (see keepResource).
 	res    *resources.Resource
