@@ -60,7 +60,14 @@ func benchStoreAt(b testing.TB, path, shape string, n int, baseDir string, value
 		if uid, err = NewUID(tx, time.Now()); err != nil {
 			return err
 		}
-		return Save(tx, &Record{UID: uid, Plan: p})
+		pins, err := pinPlan(tx, p)
+		if err != nil {
+			return err
+		}
+		if err := Save(tx, &Record{UID: uid, Plan: p}); err != nil {
+			return err
+		}
+		return savePins(tx, uid, pins)
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -266,6 +273,13 @@ func BenchmarkProcess(b *testing.B) {
 		b.Run(fmt.Sprintf("layered/n=%d", n), func(b *testing.B) {
 			benchProcess(b, processStore(b, n), n)
 		})
+		// Real resources, each with its staged run: every task pinned
+		// to its values and base.
+		b.Run(fmt.Sprintf("pinned/n=%d", n), func(b *testing.B) {
+			path, uid := benchStore(b, "chain", n, "../testdata/resources/noop", nil)
+			closePlan(b, path, uid)
+			benchProcess(b, path, n)
+		})
 	}
 }
 
@@ -294,6 +308,19 @@ func benchProcess(b *testing.B, path string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// closePlan closes plan uid of the store at path, so that processing its
+// entries again is not refused as pending.
+func closePlan(b *testing.B, path, uid string) {
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *store.Tx) error { return SetOpen(tx, uid, false) }); err != nil {
+		b.Fatal(err)
 	}
 }
 

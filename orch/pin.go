@@ -62,7 +62,7 @@ func savePins(tx *store.Tx, uid string, pins map[string]*Pin) error {
 			return err
 		}
 	}
-	return tx.Put(store.Plans, pinnedKey(uid), nil)
+	return tx.Put(store.Plans, pinnedKey(uid), []byte("1"))
 }
 
 // Pinned reports whether plan uid recorded its tasks' pins.

@@ -71,8 +71,15 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 	if selection == nil {
 		selection = []string{}
 	}
+	pins, err := pinPlan(tx, p)
+	if err != nil {
+		return nil, err
+	}
 	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p}
-	return out, Save(tx, out.Record)
+	if err := Save(tx, out.Record); err != nil {
+		return nil, err
+	}
+	return out, savePins(tx, uid, pins)
 }
 
 // selectEntries returns the union of the entries each expression selects

@@ -759,3 +759,11 @@ func sameKinds(a, b *schema.Schema) bool {
 	}
 	return true
 }
+
+// Apply sets what mapping m from emitter e makes of receiver r's input
+// m.To in out, given val, the emitter's value of m.From, as the effective
+// values do (see apply). A plan computes the values a task will see with
+// it, from values other than the store's current ones.
+func Apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *map[string]bool) {
+	apply(out, r, e, m, val, listStarted)
+}
