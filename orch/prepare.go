@@ -85,11 +85,11 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		return nil, err
 	}
 	p := &preparer{tx: tx, shell: shell, ansible: ansible, pins: pins, bases: newRunBases(tx, r.cacheDir())}
-	out, locations, err := p.tasks(rec)
+	out, err := p.tasks(rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.wireTransports(resources.NewCatalog(tx), locations, shell, ansible); err != nil {
+	if err := r.wireTransports(resources.NewCatalog(tx), rec, out, shell, ansible); err != nil {
 		return nil, err
 	}
 	shareReactEdges(rec, out)
@@ -106,12 +106,9 @@ type preparer struct {
 	bases   *runBases
 }
 
-// tasks prepares every task of rec (task) and returns them by id with the
-// locations they run on, each once.
-func (p *preparer) tasks(rec *Record) (map[string]*taskInfo, []string, error) {
+// tasks prepares every task of rec (task) and returns them by id.
+func (p *preparer) tasks(rec *Record) (map[string]*taskInfo, error) {
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
-	var locations []string
-	seen := map[string]bool{}
 	var cat *resources.Catalog
 	for i, n := range rec.Plan.Nodes {
 		if i%prepareChunk == 0 {
@@ -119,18 +116,11 @@ func (p *preparer) tasks(rec *Record) (map[string]*taskInfo, []string, error) {
 		}
 		info := &taskInfo{node: &rec.Plan.Nodes[i]}
 		out[n.ID] = info
-		loc, err := p.task(cat, info)
-		if err != nil {
-			return nil, nil, err
-		}
-		// Every location decides which nodes the run connects to, even
-		// that of a task which cannot run.
-		if loc != "" && !seen[loc] {
-			seen[loc] = true
-			locations = append(locations, loc)
+		if _, err := p.task(cat, info); err != nil {
+			return nil, err
 		}
 	}
-	return out, locations, nil
+	return out, nil
 }
 
 // task fills in info from its task's pin and resource, read from cat. It
@@ -183,6 +173,9 @@ func (p *preparer) task(cat *resources.Catalog, info *taskInfo) (string, error) 
 	info.script = script
 	info.setMeta(res.EffectiveMeta())
 	info.inputDefs = p.defs.of(base)
+	if info.pin != nil {
+		typePin(info.pin, info.inputDefs)
+	}
 	if err := p.sensitivity(cat, info); err != nil {
 		return "", err
 	}
@@ -359,4 +352,17 @@ func sameInputs(defs map[string]*resources.InputDef, list []resources.InputDef) 
 		}
 	}
 	return true
+}
+
+// typePin gives pin's values the types their schemas give them (defs):
+// decoded from the plan's JSON, an int is a float64, which a script would
+// see as 1e+06. They are the run's own copy: changed in place.
+func typePin(pin *Pin, defs map[string]*resources.InputDef) {
+	for k, v := range pin.Inputs {
+		if d, ok := defs[k]; ok && v != nil && d.Schema != nil {
+			if cv, err := d.Schema.Check(v); err == nil {
+				pin.Inputs[k] = cv
+			}
+		}
+	}
 }

@@ -75,8 +75,8 @@ type Runner struct {
 	// from (bases.Materialize); "" is bases.CacheDir of the environment.
 	CacheDir string
 
-	transport *sshx.Transport // the run's SSH connections, if any node needs them
-	local     *handler.Local  // the run's attempts on this machine (wireTransports)
+	transports []*sshx.Transport // the run's SSH connections, if any node needs them (wireTransports)
+	local      *handler.Local    // the run's attempts on this machine (wireTransports)
 }
 
 // taskInfo is what the runner knows about one task before the walk.
@@ -349,10 +349,10 @@ func (r *Runner) openStore() (sdb *sharedDB, done func()) {
 	sdb = &sharedDB{store: r.Store, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	return sdb, func() {
 		sdb.Close()
-		if r.transport != nil {
-			r.transport.Close()
-			r.transport = nil
+		for _, tr := range r.transports {
+			tr.Close()
 		}
+		r.transports = nil
 	}
 }
 
