@@ -265,3 +265,30 @@ func TestPinnedInputsTakeSentOutputs(t *testing.T) {
 		t.Error("the pin itself was changed")
 	}
 }
+
+// A resumed run gives a task the outputs the earlier run's succeeded tasks
+// sent to its pin's sources (they are in the emitter's record), and nothing
+// for a source whose task has not succeeded yet.
+func TestResumedOutputs(t *testing.T) {
+	path, _, _, _ := baseChain(t, 3)
+	pin := &Pin{Later: map[string]string{"value": "r0.run#0"}, Sources: map[string]string{"value": "r0.value"}}
+	infos := map[string]*taskInfo{"x.run#0": {pin: pin}, "r0.run#0": {}}
+	for _, tt := range []struct {
+		emitter Status
+		want    map[string]any
+	}{
+		{StatusSuccess, map[string]any{"r0.value": "old"}},
+		{StatusError, nil},
+	} {
+		view(t, path, func(tx *store.Tx) error {
+			got, err := resumedOutputs(tx, map[string]State{"r0.run#0": {Status: tt.emitter}, "x.run#0": {Status: StatusPending}}, infos)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("emitter %s: %v, want %v", tt.emitter, got, tt.want)
+			}
+			return nil
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package orch
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -495,4 +497,44 @@ func (l *ledger) drain(tx *store.Tx) error {
 		return nil
 	}
 	return l.write(tx, batch)
+}
+
+// resumedOutputs returns, for a pinned plan that an earlier run left
+// unfinished, the values that run's outputs gave the inputs the remaining
+// tasks wait for (pin.Later), by "resource.input" (ledger.sent): the task
+// that sent them succeeded, so they are in its resource's record, where
+// sendOutputs wrote them. Only those inputs are read there; a change
+// staged on them since would make the plan stale.
+func resumedOutputs(tx *store.Tx, states map[string]State, infos map[string]*taskInfo) (map[string]any, error) {
+	var sent map[string]any
+	cat := resources.NewCatalog(tx)
+	for id, info := range infos {
+		if info.pin == nil || states[id].Status.Finished() {
+			continue
+		}
+		for in, from := range info.pin.Later {
+			src, ok := info.pin.Sources[in]
+			if !ok || states[from].Status != StatusSuccess {
+				continue
+			}
+			if _, done := sent[src]; done {
+				continue
+			}
+			i := strings.LastIndexByte(src, '.')
+			r, err := cat.Get(src[:max(i, 0)])
+			if errors.Is(err, resources.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if v, ok := r.Inputs[src[i+1:]]; ok && v != nil {
+				if sent == nil {
+					sent = map[string]any{}
+				}
+				sent[src] = v
+			}
+		}
+	}
+	return sent, nil
 }

@@ -169,6 +169,7 @@ type planStart struct {
 	leftover map[string]procsRecord // attempts of dead runners (orphanProcs)
 	hasProcs bool                   // the store holds records of the plan's attempts
 	edits    uint64                 // the plan's edit count (edit.go)
+	sent     map[string]any         // outputs earlier runs of the plan sent (resumedOutputs)
 }
 
 // claimPlan claims the plan for this process and reads what its run
@@ -214,7 +215,10 @@ func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
 		return err
 	}
 	start.edits = editCount(tx, r.UID)
-	start.infos, err = r.prepare(tx, start.rec)
+	if start.infos, err = r.prepare(tx, start.rec); err != nil {
+		return err
+	}
+	start.sent, err = resumedOutputs(tx, start.initial, start.infos)
 	return err
 }
 
@@ -254,6 +258,7 @@ func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]procsRecord) 
 func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
 	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
 	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
+	led.sent = start.sent
 	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }
