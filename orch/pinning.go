@@ -257,8 +257,21 @@ func (pn *pinner) emitted(emitter, input, id string) (any, error) {
 		}
 	}
 	snap, err := pn.snapshot(emitter)
-	if err != nil || snap == nil {
+	if err != nil {
 		return nil, err
+	}
+	if snap == nil && input == resources.LocationInput {
+		// A node's location is its name: a node never committed and
+		// outside the plan still places its receivers there, as node
+		// does for its transport values.
+		eff, err := pn.cat.Effective(emitter)
+		if err != nil {
+			return nil, err
+		}
+		return eff[input], nil
+	}
+	if snap == nil {
+		return nil, nil
 	}
 	return snap.Inputs[input], nil
 }
