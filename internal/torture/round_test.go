@@ -100,7 +100,10 @@ func (r *round) prepare(dir string) {
 		settings = append(settings, "SOLAR_SSH_KEEPALIVE="+[]string{"1s", "2s"}[r.rng.IntN(2)])
 	}
 	t.Logf("settings: %s", strings.Join(settings, ", "))
-	r.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+r.tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s")
+	// A base cache of the round's own: every round materializes its base
+	// afresh from the store, and leaves nothing in the home directory.
+	r.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+r.tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s",
+		"SOLAR_CACHE_DIR="+filepath.Join(dir, "cache"))
 	for _, s := range settings {
 		if strings.HasPrefix(s, "SOLAR_") {
 			r.env = append(r.env, s)
@@ -109,8 +112,11 @@ func (r *round) prepare(dir string) {
 }
 
 // createPlan creates the nodes, the resources and their rules, and
-// processes them into a plan of layers*perLayer tasks.
+// processes them into a plan of layers*perLayer tasks. The tasks' base
+// directory is removed then: every run of the round runs the base as the
+// store keeps it, materialized into the runners' cache.
 func (r *round) createPlan() {
+	base := writeBase(r.t, filepath.Dir(r.work))
 	if r.mode.ssh {
 		for i, n := range r.rig.nodes {
 			name := "n" + strconv.Itoa(i)
@@ -136,7 +142,7 @@ func (r *round) createPlan() {
 			default:
 				ms, trap = 800+r.rng.IntN(1200), 1
 			}
-			args := []string{"resource", "create", name, r.rig.base, "dir=" + r.work, "secret=torture-secret-" + name,
+			args := []string{"resource", "create", name, base, "dir=" + r.work, "secret=torture-secret-" + name,
 				"ms=" + strconv.Itoa(ms), "trap=" + strconv.Itoa(trap)}
 			if r.mode.ssh {
 				args = append(args, "location=n"+strconv.Itoa(r.rng.IntN(len(r.rig.nodes))))
@@ -155,6 +161,9 @@ func (r *round) createPlan() {
 	}
 	r.must(append([]string{"events", "add"}, rules...)...)
 	r.must("ch", "process")
+	if err := os.RemoveAll(base); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // solar runs a solar command to its end.
