@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/internal/sshdtest"
 )
@@ -275,25 +276,10 @@ func (op *operator) checkCache(digest string) {
 	}
 }
 
-// digestOf is the digest of the one base in op's store.
-func (op *operator) digestOf() string {
-	op.t.Helper()
-	var list struct {
-		Bases []struct {
-			Digest string `json:"digest"`
-		} `json:"bases"`
-	}
-	out := op.must(0, "base", "list", "--json")
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Bases) != 1 {
-		op.t.Fatalf("base list: %v, want one base:\n%s", err, out)
-	}
-	return list.Bases[0].Digest
-}
-
 // makePlan is operator A's part: the base in a directory of its home,
 // e (value planned) feeding r, f, and a plan of their runs; then the base
-// directory is removed.
-func (m *anyMachine) makePlan(t *testing.T) {
+// directory is removed. It returns the base's digest.
+func (m *anyMachine) makePlan(t *testing.T) string {
 	a := m.a
 	base := filepath.Join(a.home, "base")
 	a.writeBase(base)
@@ -303,9 +289,14 @@ func (m *anyMachine) makePlan(t *testing.T) {
 	a.must(0, "connect", "e", "r", "value->value")
 	a.must(0, "ch", "process")
 	a.cannotRead(m.b)
+	content, err := bases.Read(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.RemoveAll(base); err != nil {
 		t.Fatal(err)
 	}
+	return content.Digest
 }
 
 // checkPlanRan checks what B's run of makePlan's plan wrote: the planned
@@ -456,8 +447,7 @@ func TestAnyMachinePostgres(t *testing.T) {
 	m.a.db, m.b.db = url, url
 	// A's runner is killed below: B waits for its lease to expire.
 	m.a.env = []string{"SOLAR_LEASE_TTL=5s"}
-	m.makePlan(t)
-	digest := m.a.digestOf()
+	digest := m.makePlan(t)
 
 	m.b.must(0, "orch", "run-once", "last")
 	m.checkPlanRan(t)
@@ -503,8 +493,7 @@ func TestAnyMachineBolt(t *testing.T) {
 	m := newAnyMachine(t)
 	m.a.db = filepath.Join(m.a.home, "solar.db")
 	m.b.db = filepath.Join(m.b.home, "solar.db")
-	m.makePlan(t)
-	digest := m.a.digestOf()
+	digest := m.makePlan(t)
 	copyFile(t, m.a.db, m.b.db, 0o600)
 	m.b.chown(m.b.db)
 	m.a.cannotRead(m.b)
@@ -514,6 +503,12 @@ func TestAnyMachineBolt(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.b.must(3, "orch", "run-once", "last")
+	// f failed as asked, after its script started; e and r ran.
+	m.output(t, "e", m.b.name)
+	m.output(t, "r", m.b.name)
+	if logs := m.b.must(0, "orch", "logs", "last", "f.run#0"); !strings.Contains(logs, "asked to fail") {
+		t.Fatalf("f.run#0 failed before its script ran:\n%s", logs)
+	}
 	if err := os.Remove(failFlag); err != nil {
 		t.Fatal(err)
 	}
