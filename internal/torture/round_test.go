@@ -25,7 +25,11 @@ type round struct {
 	mode mode
 	work string // the scripts' log and lock files
 	tmp  string // the runners' TMPDIR
-	env  []string
+	// cache is the runners' base cache (SOLAR_CACHE_DIR): the round's
+	// base directory is gone before its first run, so every script comes
+	// from there.
+	cache string
+	env   []string
 	// pg is the round's own PostgreSQL server (pg modes), which it
 	// crashes.
 	pg *pgtest.Server
@@ -38,7 +42,7 @@ type round struct {
 // runRound runs one round in dir and returns what happened in it.
 func runRound(t *testing.T, rng *rand.Rand, rg *rig, m mode, dir string) stats {
 	r := &round{t: t, rng: rng, rig: rg, mode: m, work: filepath.Join(dir, "work"), tmp: filepath.Join(dir, "tmp"),
-		finished: map[string]int{}}
+		cache: filepath.Join(dir, "cache"), finished: map[string]int{}}
 	r.prepare(dir)
 	r.createPlan()
 	verb := "run-once"
@@ -103,7 +107,7 @@ func (r *round) prepare(dir string) {
 	// A base cache of the round's own: every round materializes its base
 	// afresh from the store, and leaves nothing in the home directory.
 	r.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+r.tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s",
-		"SOLAR_CACHE_DIR="+filepath.Join(dir, "cache"))
+		"SOLAR_CACHE_DIR="+r.cache)
 	for _, s := range settings {
 		if strings.HasPrefix(s, "SOLAR_") {
 			r.env = append(r.env, s)
@@ -277,6 +281,9 @@ func (r *round) checkEnd() {
 	}
 	if want := layers*perLayer + nodes; len(hist.History) != want {
 		t.Fatalf("history has %d entries, want one per task (%d)", len(hist.History), want)
+	}
+	if ran, _ := filepath.Glob(filepath.Join(r.cache, "*", "run.sh")); len(ran) != 1 {
+		t.Fatalf("the base cache %s holds %d copies of the round's base, want 1: runs did not take it from the store", r.cache, len(ran))
 	}
 	if left, _ := filepath.Glob(filepath.Join(r.tmp, "solar-run-*")); len(left) > 0 {
 		t.Fatalf("attempt directories outlived their runs: %v", left)
