@@ -10,6 +10,7 @@ import (
 
 	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
 )
 
@@ -81,24 +82,61 @@ func Get(cat *resources.Catalog, name string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: name, Transport: resources.TransportLocal, Port: 22}
-	if s, ok := eff[resources.TransportInput].(string); ok && s != "" {
-		n.Transport = s
-	}
-	n.IP, _ = eff[resources.IPInput].(string)
-	if p, ok := eff[resources.SSHPortInput].(int64); ok && p > 0 {
-		n.Port = int(p)
-	}
-	n.User, _ = eff[resources.SSHUserInput].(string)
-	n.Key, _ = eff[resources.SSHKeyInput].(string)
+	n := FromValues(name, eff)
 	if n.Trusted, err = GetTrusted(cat.Tx(), name); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
+// FromValues is node name as the transport inputs vals say (its effective
+// values, or those a plan pinned), with no trusted key.
+func FromValues(name string, vals map[string]any) *Node {
+	n := &Node{Name: name, Transport: resources.TransportLocal, Port: 22}
+	if s, ok := vals[resources.TransportInput].(string); ok && s != "" {
+		n.Transport = s
+	}
+	n.IP, _ = vals[resources.IPInput].(string)
+	switch p := vals[resources.SSHPortInput].(type) {
+	case int64:
+		if p > 0 {
+			n.Port = int(p)
+		}
+	case float64: // values decoded from JSON as they are, a plan's pins
+		if p > 0 && p == float64(int(p)) {
+			n.Port = int(p)
+		}
+	}
+	n.User, _ = vals[resources.SSHUserInput].(string)
+	n.Key, _ = vals[resources.SSHKeyInput].(string)
+	return n
+}
+
+// GetCommitted reads node name as its actions last ran with (its committed
+// state, staging.Committed): a change staged on it and not run yet is not
+// seen. A node never committed is read as it is now (Get).
+func GetCommitted(cat *resources.Catalog, name string) (*Node, error) {
+	n, err := Get(cat, name)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := staging.Committed(cat.Tx(), name)
+	if err != nil || snap == nil {
+		return n, err
+	}
+	c := FromValues(name, snap.Inputs)
+	c.Trusted = n.Trusted
+	return c, nil
+}
+
 // List returns every node, by name.
-func List(cat *resources.Catalog) ([]*Node, error) {
+func List(cat *resources.Catalog) ([]*Node, error) { return list(cat, Get) }
+
+// ListCommitted returns every node, by name, each as GetCommitted reads
+// it.
+func ListCommitted(cat *resources.Catalog) ([]*Node, error) { return list(cat, GetCommitted) }
+
+func list(cat *resources.Catalog, get func(*resources.Catalog, string) (*Node, error)) ([]*Node, error) {
 	all, err := cat.List(nil)
 	if err != nil {
 		return nil, err
@@ -108,7 +146,7 @@ func List(cat *resources.Catalog) ([]*Node, error) {
 		if !r.Base.Node {
 			continue
 		}
-		n, err := Get(cat, r.Name)
+		n, err := get(cat, r.Name)
 		if err != nil {
 			return nil, err
 		}

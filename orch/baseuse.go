@@ -68,6 +68,20 @@ func BaseUsers(tx *store.Tx) (*BaseUse, error) {
 			d := h.Removed.Base.Digest
 			u.History[d] = append(u.History[d], h.UID)
 		}
+		// Reverting a committed upgrade puts the old base back.
+		if d := upgradedFrom(h.Diff); d != "" {
+			u.History[d] = append(u.History[d], h.UID)
+		}
+	}
+	// Discarding a staged upgrade puts the old base back too.
+	staged, err := staging.List(tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range staged {
+		if d := upgradedFrom(e.Diff); d != "" {
+			u.Resources[d] = append(u.Resources[d], e.Resource)
+		}
 	}
 	for _, m := range []map[string][]string{u.Resources, u.Plans, u.History} {
 		for _, names := range m {
@@ -75,6 +89,21 @@ func BaseUsers(tx *store.Tx) (*BaseUse, error) {
 		}
 	}
 	return u, nil
+}
+
+// upgradedFrom is the digest of the base an upgrade in diff replaced
+// (its base line's Old, NAME@DIGEST), or "".
+func upgradedFrom(diff []staging.Change) string {
+	for _, c := range diff {
+		if c.File && c.Key == staging.BaseKey {
+			if old, ok := c.Old.(string); ok {
+				if _, d, ok := strings.Cut(old, "@"); ok {
+					return d
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // PruneBases removes every stored base that nothing refers to (BaseUsers)

@@ -2,6 +2,7 @@ package orch
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -28,7 +29,7 @@ func TestPruneBases(t *testing.T) {
 		}
 		return c.Digest
 	}
-	var pinned, kept, unused string
+	var pinned, kept, unused, replaced string
 	err = db.Update(func(tx *store.Tx) error {
 		b, err := resources.LoadBase(filepath.Join("..", "testdata", "resources", "noop"))
 		if err != nil {
@@ -37,7 +38,13 @@ func TestPruneBases(t *testing.T) {
 		if _, err := resources.NewCatalog(tx).Create(resources.CreateSpec{Name: "r", Base: b}, false); err != nil {
 			return err
 		}
-		pinned, kept, unused = put(tx, "pinned"), put(tx, "kept"), put(tx, "unused")
+		pinned, kept, unused, replaced = put(tx, "pinned"), put(tx, "kept"), put(tx, "unused"), put(tx, "replaced")
+		// A staged upgrade away from "replaced": discarding it puts that
+		// base back, so it stays.
+		up := fmt.Sprintf(`{"key":"r.update","resource":"r","action":"update","seq":9,"tags":{},"diff":[{"op":"change","key":".","file":true,"old":"replaced@%s","new":"noop@x"}],"cause":"upgrade"}`, replaced)
+		if err := tx.Put(store.Staged, "r.update", []byte(up)); err != nil {
+			return err
+		}
 		if err := savePins(tx, "7", map[string]*Pin{"x.run": {Base: BaseRef{Name: "pinned", Digest: pinned}}, "y.run": {Base: BaseRef{Name: "pinned", Digest: pinned}}}); err != nil {
 			return err
 		}
@@ -72,7 +79,8 @@ func TestPruneBases(t *testing.T) {
 	if err := db.View(func(tx *store.Tx) (err error) { use, err = BaseUsers(tx); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(use.Plans[pinned], []string{"7"}) || !slices.Equal(use.History[kept], []string{"3"}) || use.Used(unused) {
+	if !slices.Equal(use.Plans[pinned], []string{"7"}) || !slices.Equal(use.History[kept], []string{"3"}) || use.Used(unused) ||
+		!slices.Equal(use.Resources[replaced], []string{"r"}) {
 		t.Errorf("users: %+v", use)
 	}
 	if got := prune(false); !slices.Equal(got, []string{"unused"}) {
@@ -87,7 +95,7 @@ func TestPruneBases(t *testing.T) {
 		for _, in := range list {
 			names = append(names, in.Name)
 		}
-		if !slices.Equal(names, []string{"kept", "noop", "pinned"}) {
+		if !slices.Equal(names, []string{"kept", "noop", "pinned", "replaced"}) {
 			t.Errorf("left: %q", names)
 		}
 		return err

@@ -78,21 +78,8 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 			return fmt.Errorf("task %s outputs: %w", id, err)
 		}
 		if changed {
-			down, err := cat.Downstream(n.Resource)
-			if err != nil {
+			if err := l.touchReceivers(cat, stg, info, id); err != nil {
 				return err
-			}
-			if _, err := stg.Touch("outputs of "+id, down...); err != nil {
-				return err
-			}
-			for _, name := range append([]string{n.Resource}, down...) {
-				eff, err := cat.Effective(name)
-				if err != nil {
-					return err
-				}
-				l.mu.Lock()
-				l.effective[name] = eff
-				l.mu.Unlock()
 			}
 		}
 	}
@@ -102,13 +89,10 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 	// Nothing staged (ErrNoEntry, before it writes anything) is fine.
 	key := staging.Key(n.Resource, n.Action)
 	if info.noop && cat.Exists(n.Resource) {
-		// A noop task ran with what its inputs are now: they were not
-		// kept in memory for it (prepare).
-		eff, err := cat.Effective(n.Resource)
-		if err != nil {
+		var err error
+		if ran, err = l.noopRan(cat, info); err != nil {
 			return err
 		}
-		ran = info.inputsFrom(eff)
 	}
 	if _, err := stg.CommitRan(key, l.uid, id, ran, info.sensitive); err != nil && !errors.Is(err, staging.ErrNoEntry) {
 		return fmt.Errorf("commit %s: %w", key, err)
@@ -117,6 +101,47 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 		return l.leaveRefreshes(tx, stg, info)
 	}
 	return nil
+}
+
+// touchReceivers stages a refresh of the resources downstream of task
+// info's, whose outputs changed its inputs, and in a plan made before pins
+// reads their effective inputs again for the tasks after it (a pinned
+// plan's tasks get the outputs from sent instead).
+func (l *ledger) touchReceivers(cat *resources.Catalog, stg *staging.Stager, info *taskInfo, id string) error {
+	down, err := cat.Downstream(info.node.Resource)
+	if err != nil {
+		return err
+	}
+	if _, err := stg.Touch("outputs of "+id, down...); err != nil {
+		return err
+	}
+	if info.pin != nil {
+		return nil
+	}
+	for _, name := range append([]string{info.node.Resource}, down...) {
+		eff, err := cat.Effective(name)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.effective[name] = eff
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// noopRan returns the inputs noop task info ran with, which were not kept
+// in memory for it (prepare): its pinned ones with the outputs of the run,
+// or in a plan made before pins its resource's effective inputs now.
+func (l *ledger) noopRan(cat *resources.Catalog, info *taskInfo) (map[string]any, error) {
+	if info.pin != nil {
+		return l.inputs(info), nil
+	}
+	eff, err := cat.Effective(info.node.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return info.inputsFrom(eff), nil
 }
 
 const refreshCause = "refresh"
@@ -177,6 +202,9 @@ func (l *ledger) sendOutputs(cat *resources.Catalog, info *taskInfo, outs, ran m
 			changed = true
 		}
 		cp.Inputs[k] = cv
+		if info.pin != nil {
+			l.keepSent(info.node.Resource, k, cv)
+		}
 		if ran != nil {
 			ran[k] = cv
 		}

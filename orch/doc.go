@@ -2,16 +2,23 @@
 //
 // A plan is made by Process (process.go): the selected staged entries go
 // through the planner, and the action graph is stored with one record per
-// task (plans.go, codec.go). Commands read plans back through summaries
-// computed in one transaction each (Report, Show, Graph, Logs: they show
-// the values each task was pinned to, showplan.go, and mark a stale plan,
-// stalemark.go), edit them while they run (edit.go, filter.go), predict
-// them (check.go: check mode, which refuses a stale plan), and ask their
-// runner to stop (Stop, stop.go).
+// task (plans.go, codec.go) and each task's pin (pin.go, pinning.go). A
+// run feeds every task exactly its pin (values, sensitivity, node values,
+// base by digest) plus the outputs earlier tasks of the plan sent to the
+// inputs it comes from; a plan made before pins runs with the catalog's
+// values. Metaparameters are not pinned: retry, delay, timeout and sema
+// are the resource's current ones. Commands read plans back through
+// summaries computed in one transaction each (Report, Show, Graph, Logs:
+// they show the values each task was pinned to, showplan.go, and mark a
+// stale plan, stalemark.go), edit them while they run (edit.go,
+// filter.go), predict them (check.go: check mode, which refuses a stale
+// plan), and ask their runner to stop (Stop, stop.go).
 //
 // A plan is run by Runner.Run (run.go), in steps: take the plan's claim
 // from the store's locks (claim.go), claim and load it in one transaction
-// (prepare.go: every task's resource, base and metaparameters), fence
+// (prepare.go: every task's pin, resource, base and metaparameters; each
+// base written from the store into this machine's base cache once per
+// digest, basecache.go), fence
 // every later write with the claim, clear what a dead runner left, wire
 // the transports to the nodes (transports.go), walk, and finish. A run is
 // three parts with one job each, wired by newExecution:

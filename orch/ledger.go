@@ -1,6 +1,8 @@
 package orch
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,12 @@ type ledger struct {
 	// refreshed for the receivers of a task's outputs. Changes made by
 	// other commands during the run are seen by the next run.
 	effective map[string]map[string]any
+	// sent holds, in a pinned plan, the values outputs gave inputs during
+	// the run (and, on resume, before it: resumedOutputs), by
+	// "resource.input": a task runs with its pin's values overridden by
+	// these (pinnedInputs), never with the resources' current values,
+	// which may hold changes staged outside the plan.
+	sent map[string]any
 
 	// buf holds the changes not written yet (see persist), started the
 	// place in buf of each task's buffered INPROGRESS state, and spare an
@@ -81,19 +89,55 @@ func newLedger(sdb *sharedDB, uid string, infos map[string]*taskInfo, now func()
 	l := &ledger{sdb: sdb, uid: uid, infos: infos, now: now, ctl: ctl, planProcs: hasProcs,
 		outputs: map[string]map[string]any{}, ran: map[string]map[string]any{}, effective: map[string]map[string]any{}}
 	for _, info := range infos {
-		if info.inputs != nil {
+		if info.inputs != nil && info.pin == nil {
 			l.effective[info.node.Resource] = info.inputs
 		}
 	}
 	return l
 }
 
-// inputs returns the inputs task info runs with now: its resource's
-// effective values, as outputs of the tasks before it left them.
+// inputs returns the inputs task info runs with now: its pin's values, or
+// in a plan made before pins its resource's effective values, as outputs
+// of the tasks before it left them.
 func (l *ledger) inputs(info *taskInfo) map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if info.pin != nil {
+		return l.pinnedInputs(info)
+	}
 	return info.inputsFrom(l.effective[info.node.Resource])
+}
+
+// pinnedInputs returns task info's pinned inputs, each overridden by what
+// an output sent to the input it comes from (pin.Sources: the emitter's
+// input, at the head of a chain of connections) or, for an input no
+// connection feeds, to the input itself. The caller holds mu.
+func (l *ledger) pinnedInputs(info *taskInfo) map[string]any {
+	out := info.inputsFrom(info.pin.Inputs)
+	if len(l.sent) == 0 {
+		return out
+	}
+	for k := range out {
+		src, fed := info.pin.Sources[k]
+		if !fed {
+			src = info.node.Resource + "." + k
+		}
+		if v, ok := l.sent[src]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// keepSent records that an output of the run gave input k of resource
+// res the value v.
+func (l *ledger) keepSent(res, k string, v any) {
+	l.mu.Lock()
+	if l.sent == nil {
+		l.sent = map[string]any{}
+	}
+	l.sent[res+"."+k] = v
+	l.mu.Unlock()
 }
 
 // keepRan keeps what task id's successful attempt ran with and sent, for
@@ -453,4 +497,44 @@ func (l *ledger) drain(tx *store.Tx) error {
 		return nil
 	}
 	return l.write(tx, batch)
+}
+
+// resumedOutputs returns, for a pinned plan that an earlier run left
+// unfinished, the values that run's outputs gave the inputs the remaining
+// tasks wait for (pin.Later), by "resource.input" (ledger.sent): the task
+// that sent them succeeded, so they are in its resource's record, where
+// sendOutputs wrote them. Only those inputs are read there; a change
+// staged on them since would make the plan stale.
+func resumedOutputs(tx *store.Tx, states map[string]State, infos map[string]*taskInfo) (map[string]any, error) {
+	var sent map[string]any
+	cat := resources.NewCatalog(tx)
+	for id, info := range infos {
+		if info.pin == nil || states[id].Status.Finished() {
+			continue
+		}
+		for in, from := range info.pin.Later {
+			src, ok := info.pin.Sources[in]
+			if !ok || states[from].Status != StatusSuccess {
+				continue
+			}
+			if _, done := sent[src]; done {
+				continue
+			}
+			i := strings.LastIndexByte(src, '.')
+			r, err := cat.Get(src[:max(i, 0)])
+			if errors.Is(err, resources.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if v, ok := r.Inputs[src[i+1:]]; ok && v != nil {
+				if sent == nil {
+					sent = map[string]any{}
+				}
+				sent[src] = v
+			}
+		}
+	}
+	return sent, nil
 }

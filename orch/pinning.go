@@ -257,20 +257,39 @@ func (pn *pinner) emitted(emitter, input, id string) (any, error) {
 		}
 	}
 	snap, err := pn.snapshot(emitter)
-	if err != nil || snap == nil {
+	if err != nil {
 		return nil, err
+	}
+	if snap == nil && input == resources.LocationInput {
+		// A node's location is its name: a node never committed and
+		// outside the plan still places its receivers there, as node
+		// does for its transport values.
+		eff, err := pn.cat.Effective(emitter)
+		if err != nil {
+			return nil, err
+		}
+		return eff[input], nil
+	}
+	if snap == nil {
+		return nil, nil
 	}
 	return snap.Inputs[input], nil
 }
 
 // sources maps each input of r that a connection of conns feeds whole to
 // the emitter input it comes from, followed up the chain of such
-// connections: an output the run sends there reaches the task.
+// connections: an output the run sends there reaches the task. A mapping
+// into one key of an object, or of one value into a list (one element per
+// emitter), feeds part of the input and is left out.
 func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) map[string]string {
 	var out map[string]string
 	for _, c := range conns {
+		e, err := pn.cat.Get(c.Emitter)
+		if err != nil {
+			continue
+		}
 		for _, m := range c.Mappings {
-			if m.Key != "" || listInto(r, m.To) {
+			if m.Key != "" || appends(r, e, m) {
 				continue
 			}
 			if out == nil {
@@ -282,11 +301,15 @@ func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) m
 	return out
 }
 
-// listInto reports whether input of r is a list, which connections append
-// to rather than replace.
-func listInto(r *resources.Resource, input string) bool {
-	d, ok := r.Base.Input(input)
-	return ok && d.Schema != nil && d.Schema.Kind == schema.List
+// appends reports whether mapping m from e into r adds one element to a
+// list rather than replacing the input.
+func appends(r, e *resources.Resource, m resources.Mapping) bool {
+	to, ok := r.Base.Input(m.To)
+	if !ok || to.Schema == nil || to.Schema.Kind != schema.List {
+		return false
+	}
+	from, ok := e.Base.Input(m.From)
+	return ok && from.Schema != nil && from.Schema.Kind != schema.List
 }
 
 // root follows resource.input up the connections that feed it whole, to

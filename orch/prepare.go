@@ -78,113 +78,204 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 		shell = &cp
 	}
 	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
-	out, locations, err := prepareTasks(tx, rec, shell, ansible)
+	// One prefix scan for the pins of the whole plan; nil for a plan made
+	// before pins were recorded, which runs with the catalog's values.
+	pins, err := Pins(tx, rec.UID)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.wireTransports(resources.NewCatalog(tx), locations, shell, ansible); err != nil {
+	p := &preparer{tx: tx, shell: shell, ansible: ansible, pins: pins, bases: newRunBases(tx, r.cacheDir())}
+	out, err := p.tasks(rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.wireTransports(resources.NewCatalog(tx), rec, out, shell, ansible); err != nil {
 		return nil, err
 	}
 	shareReactEdges(rec, out)
 	return out, nil
 }
 
-// prepareTasks prepares every task of rec (prepareTask), with shell and
-// ansible as their handlers, and returns them by id with the locations
-// they run on, each once.
-func prepareTasks(tx *store.Tx, rec *Record, shell *handler.Shell, ansible *handler.Ansible) (map[string]*taskInfo, []string, error) {
+// preparer is what the preparation of a plan's tasks shares between them.
+type preparer struct {
+	tx      *store.Tx
+	shell   *handler.Shell
+	ansible *handler.Ansible
+	defs    inputDefsCache
+	pins    map[string]*Pin // by task id; nil for a plan made before pins
+	bases   *runBases
+}
+
+// tasks prepares every task of rec (task) and returns them by id.
+func (p *preparer) tasks(rec *Record) (map[string]*taskInfo, error) {
 	out := make(map[string]*taskInfo, len(rec.Plan.Nodes))
-	var defs inputDefsCache
-	var locations []string
-	seen := map[string]bool{}
 	var cat *resources.Catalog
 	for i, n := range rec.Plan.Nodes {
 		if i%prepareChunk == 0 {
-			cat = resources.NewCatalog(tx)
+			cat = resources.NewCatalog(p.tx)
 		}
 		info := &taskInfo{node: &rec.Plan.Nodes[i]}
 		out[n.ID] = info
-		loc, err := prepareTask(tx, cat, info, shell, ansible, &defs)
-		if err != nil {
-			return nil, nil, err
-		}
-		// Every location decides which nodes the run connects to, even
-		// that of a task which cannot run.
-		if loc != "" && !seen[loc] {
-			seen[loc] = true
-			locations = append(locations, loc)
+		if _, err := p.task(cat, info); err != nil {
+			return nil, err
 		}
 	}
-	return out, locations, nil
+	return out, nil
 }
 
-// prepareTask fills in info from its task's resource, read from cat. It
-// returns the location of the resource (if its effective inputs could be
-// read), even for a task that cannot run: that one only gets its problem.
-func prepareTask(tx *store.Tx, cat *resources.Catalog, info *taskInfo, shell *handler.Shell, ansible *handler.Ansible, defs *inputDefsCache) (string, error) {
+// task fills in info from its task's pin and resource, read from cat. It
+// returns the location of the task (if its inputs could be read), even for
+// a task that cannot run: that one only gets its problem.
+//
+// A task of a pinned plan runs exactly its pin: its inputs, their
+// sensitivity, its location and its base by digest are the plan's. Its
+// metaparameters (retry, delay, timeout, sema) are its resource's current
+// ones. A plan made before pins runs with the catalog's values, as it did.
+func (p *preparer) task(cat *resources.Catalog, info *taskInfo) (string, error) {
 	n := info.node
 	res, err := cat.Get(n.Resource)
 	if err != nil {
 		info.problem = fmt.Sprintf("resource %s no longer exists", n.Resource)
 		return "", nil
 	}
-	eff, effErr := cat.Effective(n.Resource)
-	var loc string
-	if effErr == nil {
-		loc, _ = eff[resources.LocationInput].(string)
+	in, err := p.inputsOf(cat, info, res)
+	if err != nil || info.problem != "" {
+		return in.loc, err
 	}
-	script, ok := res.Base.Actions[n.Action]
+	base, ref := &res.Base, BaseRef{Name: res.Base.Name, Version: res.Base.Version, Digest: res.Base.Digest}
+	if info.pin != nil {
+		ref = info.pin.Base
+		if base, info.problem = p.bases.base(res, ref); info.problem != "" {
+			return in.loc, nil
+		}
+	}
+	script, ok := base.Actions[n.Action]
 	if !ok {
-		info.problem = fmt.Sprintf("base %s has no action %q", res.Base.Name, n.Action)
-		return loc, nil
+		info.problem = fmt.Sprintf("base %s has no action %q", base.Name, n.Action)
+		return in.loc, nil
 	}
 	// The handlers are completed once every location is known
 	// (wireTransports): they are pointers, shared by every task.
-	h, err := handler.ByName(res.Base.Handler, shell, ansible)
+	h, err := handler.ByName(base.Handler, p.shell, p.ansible)
 	if err != nil {
 		info.problem = err.Error()
-		return loc, nil
+		return in.loc, nil
 	}
-	if effErr != nil {
-		return "", effErr
+	if in.err != nil {
+		return "", in.err
 	}
-	info.location = loc
-	info.handler, info.noop = h, res.Base.Handler == "noop"
-	info.checks = res.Base.Checks(n.Action)
-	info.baseDir, info.script = res.Base.Dir, script
-	m := res.EffectiveMeta()
-	if m.Retry != nil {
-		info.retry = *m.Retry
+	info.location = in.loc
+	info.handler, info.noop = h, base.Handler == "noop"
+	if info.problem = p.baseDir(info, res, ref); info.problem != "" {
+		return in.loc, nil
 	}
-	if m.Delay != nil {
-		info.delay = time.Duration(*m.Delay)
+	info.checks = base.Checks(n.Action)
+	info.script = script
+	info.setMeta(res.EffectiveMeta())
+	info.inputDefs = p.defs.of(base)
+	if info.pin != nil {
+		typePin(info.pin, info.inputDefs)
 	}
-	if m.Timeout != nil {
-		info.timeout = time.Duration(*m.Timeout)
-	}
-	info.semaList = m.Sema
-	info.inputDefs = defs.of(&res.Base)
-	// Sensitivity follows the value: an input fed by a sensitive one
-	// is masked in logs and errors too.
-	if info.sensitive, err = cat.SensitiveInputs(n.Resource); err != nil {
+	if err := p.sensitivity(cat, info); err != nil {
 		return "", err
-	}
-	if len(info.sensitive) == 0 {
-		info.sensitive = nil
 	}
 	if !info.noop {
 		// A noop task never reads them: its commit finds what they are
 		// then (a noop resource's record is 300 bytes of heap a task).
-		info.inputs = eff
+		info.inputs = in.values
 		// Kept for the commit after the task ran, which then need not
 		// decode the record again while it is unchanged (keepResource).
-		raw, err := tx.Peek(store.Resources, n.Resource)
+		raw, err := p.tx.Peek(store.Resources, n.Resource)
 		if err != nil {
 			return "", err
 		}
 		info.res, info.resSum = res, maphash.Bytes(resSeed, raw)
 	}
-	return loc, nil
+	return in.loc, nil
+}
+
+// taskInputs is what a task runs with: its inputs and location, or the
+// error that kept them from being read.
+type taskInputs struct {
+	values map[string]any
+	loc    string
+	err    error
+}
+
+// inputsOf returns the inputs task info runs with: its pin's, in a pinned
+// plan (where it sets info.pin, or info.problem when the task has none);
+// else its resource's effective values now.
+func (p *preparer) inputsOf(cat *resources.Catalog, info *taskInfo, res *resources.Resource) (taskInputs, error) {
+	var in taskInputs
+	if p.pins != nil {
+		pin := p.pins[info.node.ID]
+		if pin == nil {
+			info.problem = fmt.Sprintf("task %s has no pinned values in its plan (a damaged plan record): solar ch process makes a new plan", info.node.ID)
+			return in, nil
+		}
+		info.pin = pin
+		in.values = pin.Inputs
+	} else {
+		in.values, in.err = cat.Effective(res.Name)
+	}
+	if in.err == nil {
+		in.loc, _ = in.values[resources.LocationInput].(string)
+	}
+	return in, nil
+}
+
+// baseDir sets info.baseDir to the directory of the base ref in this
+// machine's base cache, and returns why the task cannot run if it cannot.
+// A noop task runs no script: its base is verified, not written out.
+func (p *preparer) baseDir(info *taskInfo, res *resources.Resource, ref BaseRef) string {
+	if ref.Digest == "" {
+		return noDigest(res)
+	}
+	if info.noop {
+		return p.bases.get(ref.Name, ref.Digest).problem
+	}
+	dir, problem := p.bases.dir(ref.Name, ref.Digest)
+	info.baseDir = dir
+	return problem
+}
+
+// sensitivity sets the inputs of task info masked in logs and errors: its
+// pin's, else its resource's now.
+func (p *preparer) sensitivity(cat *resources.Catalog, info *taskInfo) error {
+	if info.pin != nil {
+		info.sensitive = nil
+		if len(info.pin.Sensitive) > 0 {
+			info.sensitive = make(map[string]bool, len(info.pin.Sensitive))
+			for _, k := range info.pin.Sensitive {
+				info.sensitive[k] = true
+			}
+		}
+		return nil
+	}
+	// Sensitivity follows the value: an input fed by a sensitive one
+	// is masked in logs and errors too.
+	var err error
+	if info.sensitive, err = cat.SensitiveInputs(info.node.Resource); err != nil {
+		return err
+	}
+	if len(info.sensitive) == 0 {
+		info.sensitive = nil
+	}
+	return nil
+}
+
+// setMeta sets the task's retries, delay, timeout and semaphores from m.
+func (ti *taskInfo) setMeta(m resources.Meta) {
+	if m.Retry != nil {
+		ti.retry = *m.Retry
+	}
+	if m.Delay != nil {
+		ti.delay = time.Duration(*m.Delay)
+	}
+	if m.Timeout != nil {
+		ti.timeout = time.Duration(*m.Timeout)
+	}
+	ti.semaList = m.Sema
 }
 
 // shareReactEdges gives every task of rec, out by id, a copy of the plan's
@@ -261,4 +352,17 @@ func sameInputs(defs map[string]*resources.InputDef, list []resources.InputDef) 
 		}
 	}
 	return true
+}
+
+// typePin gives pin's values the types their schemas give them (defs):
+// decoded from the plan's JSON, an int is a float64, which a script would
+// see as 1e+06. They are the run's own copy: changed in place.
+func typePin(pin *Pin, defs map[string]*resources.InputDef) {
+	for k, v := range pin.Inputs {
+		if d, ok := defs[k]; ok && v != nil && d.Schema != nil {
+			if cv, err := d.Schema.Check(v); err == nil {
+				pin.Inputs[k] = cv
+			}
+		}
+	}
 }

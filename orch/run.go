@@ -70,9 +70,13 @@ type Runner struct {
 	// its tasks' resources and slots) outlive their last renewal; zero is
 	// store.DefaultLeaseTTL. See claim.go.
 	LeaseTTL time.Duration
+	// CacheDir is this machine's base cache, where the run writes each
+	// base its tasks need from the store, once per digest, and runs it
+	// from (bases.Materialize); "" is bases.CacheDir of the environment.
+	CacheDir string
 
-	transport *sshx.Transport // the run's SSH connections, if any node needs them
-	local     *handler.Local  // the run's attempts on this machine (wireTransports)
+	transports []*sshx.Transport // the run's SSH connections, if any node needs them (wireTransports)
+	local      *handler.Local    // the run's attempts on this machine (wireTransports)
 }
 
 // taskInfo is what the runner knows about one task before the walk.
@@ -90,12 +94,15 @@ type taskInfo struct {
 	inputDefs map[string]*resources.InputDef
 	location  string
 	semaList  []string
-	// inputs are the resource's effective inputs when the run started;
-	// the runner keeps them current as outputs flow (execution.effective).
-	// nil for a noop task.
+	// inputs are the task's pinned inputs, or (in a plan made before pins)
+	// its resource's effective inputs when the run started; the ledger
+	// adds the outputs the run sends (ledger.inputs). nil for a noop task.
 	inputs   map[string]any
 	problem  string         // why the task cannot run at all
 	reactOut []planner.Edge // the plan's own react edges from the task, copied
+	// pin is what the plan fixed for the task; nil in a plan made before
+	// pins were recorded.
+	pin *Pin
 	// res is the task's resource as prepare decoded it, and resSum the
 	// digest of its record then; nil for noop tasks (see keepResource).
 	res    *resources.Resource
@@ -162,6 +169,7 @@ type planStart struct {
 	leftover map[string]procsRecord // attempts of dead runners (orphanProcs)
 	hasProcs bool                   // the store holds records of the plan's attempts
 	edits    uint64                 // the plan's edit count (edit.go)
+	sent     map[string]any         // outputs earlier runs of the plan sent (resumedOutputs)
 }
 
 // claimPlan claims the plan for this process and reads what its run
@@ -207,7 +215,10 @@ func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
 		return err
 	}
 	start.edits = editCount(tx, r.UID)
-	start.infos, err = r.prepare(tx, start.rec)
+	if start.infos, err = r.prepare(tx, start.rec); err != nil {
+		return err
+	}
+	start.sent, err = resumedOutputs(tx, start.initial, start.infos)
 	return err
 }
 
@@ -247,6 +258,7 @@ func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]procsRecord) 
 func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
 	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
 	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
+	led.sent = start.sent
 	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }
@@ -342,10 +354,10 @@ func (r *Runner) openStore() (sdb *sharedDB, done func()) {
 	sdb = &sharedDB{store: r.Store, lockWait: 10 * time.Minute, idle: r.Idle, yield: 200 * time.Millisecond}
 	return sdb, func() {
 		sdb.Close()
-		if r.transport != nil {
-			r.transport.Close()
-			r.transport = nil
+		for _, tr := range r.transports {
+			tr.Close()
 		}
+		r.transports = nil
 	}
 }
 

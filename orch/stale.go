@@ -1,11 +1,14 @@
 package orch
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/internal/invalid"
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
@@ -22,9 +25,10 @@ type StaleTask struct {
 }
 
 // Stale returns the tasks among ids of plan rec whose resource was
-// committed by a later plan, or has a change staged after the plan was
+// committed by a later plan, has a change staged after the plan was
 // made (new values, or a removal; an action staged by hand changes no
-// value and does not count). Entries that the plan's own run left (pending refreshes, outputs
+// value and does not count), or (in a pinned plan) has a base other than
+// the one the task was pinned to: its base was upgraded after the plan. Entries that the plan's own run left (pending refreshes, outputs
 // that reached a resource) do not count, nor do the plan's own entries
 // still staged after a failure: retry must keep working.
 func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
@@ -41,7 +45,12 @@ func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
 			return nil, err
 		}
 	}
-	why := map[string]string{} // resource -> reason, "" when fresh
+	pinned, err := pinnedDigests(tx, rec.UID)
+	if err != nil {
+		return nil, err
+	}
+	digests := map[string]string{} // resource -> its base's digest now
+	why := map[string]string{}     // resource -> reason, "" when fresh
 	var out []StaleTask
 	for _, id := range ids {
 		res := byID[id]
@@ -53,6 +62,11 @@ func Stale(tx *store.Tx, rec *Record, ids []string) ([]StaleTask, error) {
 			}
 			why[res] = staleResource(tx, rec, res, ents)
 			reason = why[res]
+		}
+		if was, ok := pinned[id]; ok && reason == "" {
+			if reason, err = upgradedBase(tx, digests, res, was); err != nil {
+				return nil, err
+			}
 		}
 		if reason != "" {
 			out = append(out, StaleTask{ID: id, Why: reason})
@@ -115,3 +129,57 @@ func RefuseStale(tx *store.Tx, rec *Record, ids []string) error {
 // staleShown is how many stale tasks a refusal names: a plan of 100,000
 // stale tasks made a line of 9 MB.
 const staleShown = 10
+
+// pinnedDigests returns the base digest each task of plan uid was pinned
+// to, by task id, read in one pass over the pins; nil for a plan made
+// before pins.
+func pinnedDigests(tx *store.Tx, uid string) (map[string]string, error) {
+	if !Pinned(tx, uid) {
+		return nil, nil
+	}
+	out := map[string]string{}
+	prefix := pinPrefix(uid)
+	err := tx.ForEach(store.Plans, prefix, func(k string, raw []byte) error {
+		// Only the base of a pin is read here, not its values.
+		var p struct {
+			Base BaseRef `json:"base"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return fmt.Errorf("decode pin of %s: %w", k, err)
+		}
+		out[strings.TrimPrefix(k, prefix)] = p.Base.Digest
+		return nil
+	})
+	return out, err
+}
+
+// upgradedBase says why resource res, whose task was pinned to the base
+// digest was, makes its plan stale: its base now is another one. digests
+// keeps each resource's digest now, read once. A resource gone says
+// nothing here (its removal does, or the runner).
+func upgradedBase(tx *store.Tx, digests map[string]string, res, was string) (string, error) {
+	now, ok := digests[res]
+	if !ok {
+		raw, err := tx.Peek(store.Resources, res)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		var r struct {
+			Base struct {
+				Digest string `json:"digest"`
+			} `json:"base"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return "", fmt.Errorf("decode resource %s: %w", res, err)
+		}
+		now = r.Base.Digest
+		digests[res] = now
+	}
+	if now == was {
+		return "", nil
+	}
+	return fmt.Sprintf("base of %s was upgraded after the plan (%s → %s)", res, bases.Short(was), bases.Short(now)), nil
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
@@ -93,4 +94,47 @@ func TestRefuseStaleNamesAFew(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A task of a pinned plan whose resource's base is no longer the one it
+// was pinned to (upgraded, and the upgrade's entry discarded) is stale,
+// naming both digests; a plan made before pins knows no digest to compare.
+func TestStaleUpgradedBase(t *testing.T) {
+	for _, pinned := range []bool{true, false} {
+		path, uid, _, digest := baseChain(t, 3)
+		other := strings.Repeat("f", 64)
+		update(t, path, func(tx *store.Tx) error {
+			cat := resources.NewCatalog(tx)
+			r, err := cat.Get("r1")
+			if err != nil {
+				return err
+			}
+			cp := *r
+			cp.Base.Digest = other
+			if err := cat.Put(&cp); err != nil {
+				return err
+			}
+			if !pinned {
+				return unpin(tx, uid)
+			}
+			return nil
+		})
+		var got []StaleTask
+		view(t, path, func(tx *store.Tx) error {
+			rec, err := Load(tx, uid)
+			if err != nil {
+				return err
+			}
+			rec.CreatedAt = time.Now() // benchStoreAt records none: its entries were staged before
+			got, err = Stale(tx, rec, []string{"r0.run#0", "r1.run#0", "r2.run#0"})
+			return err
+		})
+		var want []StaleTask
+		if pinned {
+			want = []StaleTask{{ID: "r1.run#0", Why: "base of r1 was upgraded after the plan (" + digest[:12] + " → ffffffffffff)"}}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("pinned %v: Stale = %+v, want %+v", pinned, got, want)
+		}
+	}
 }

@@ -79,11 +79,11 @@ func checkRun(opts *CheckOptions) error {
 		cat := resources.NewCatalog(tx)
 		if len(opts.Nodes) == 0 {
 			var err error
-			list, err = nodes.List(cat)
+			list, err = nodes.ListCommitted(cat)
 			return err
 		}
 		for _, name := range opts.Nodes {
-			n, err := nodes.Get(cat, name)
+			n, err := nodes.GetCommitted(cat, name)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/store"
@@ -84,7 +85,7 @@ func checkRun(opts *CheckOptions) error {
 	pr := newProgress(a.IO.Err, false, false, a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now,
+	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now,
 		Started: func(*orch.Record, map[string]orch.State) {
 			fmt.Fprintf(a.IO.Err, "check plan %s (nothing will be changed)\n", uid)
 		}}

@@ -97,6 +97,8 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			e.Setenv("EXAMPLES", filepath.Join(repo, "testdata", "examples"))
 			e.Setenv("SOLAR_LOCK_WAIT", "2s")
 			e.Setenv("NO_COLOR", "1")
+			// Each script's own base cache: HOME is /no-home there.
+			e.Setenv("SOLAR_CACHE_DIR", filepath.Join(e.WorkDir, ".solar-cache"))
 			return setup(e)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
