@@ -10,7 +10,9 @@
 // tree's, to see whether the torture finds a defect in an older build.
 //
 // Each round builds a fresh store with a layered plan of shell tasks that
-// start children and hold a per-resource lock, then runs it (run-once,
+// start children and hold a per-resource lock (from a base directory it
+// removes once the plan is made: every run takes the base from the store,
+// into a base cache of the round's own), then runs it (run-once,
 // resume after an interruption, retry after failed tasks) through random
 // faults until every task has succeeded. One task in four is long and
 // ignores SIGTERM, so that a fault often finds a script that outlives its
