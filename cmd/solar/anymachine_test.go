@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,15 +22,16 @@ import (
 )
 
 // The tests of this file run a plan from "another machine": a second OS
-// user with a home of its own, which the first cannot read nor the second
-// the first's, in a UTS namespace with another host name, sharing with
-// the first only the store. The resources' base directory is removed
-// before the second runs anything, so every script it runs comes from the
-// store (issue 29, "From any machine").
+// user, in a UTS namespace with another host name, that shares only the
+// store with the first; neither can read the other's home. The resources'
+// base directory is removed before the second runs anything, so every
+// script it runs comes from the store (issue 29, "From any machine").
 //
-// The OS users are made with useradd the first time and left in place
-// (as internal/sshdtest leaves its own): every file of a test is under
-// its temporary directories, which it removes.
+// Both tests run as the same two OS users, one after the other (not in
+// parallel): each checks at its end that no process of those users is
+// left. The OS users are made with useradd the first time and left in
+// place (as internal/sshdtest leaves its own); every file of a test is
+// under its temporary directories, which it removes.
 
 // operatorUsers are the accounts of operator A and operator B.
 var operatorUsers = [2]string{"solaropa", "solaropb"}
@@ -59,9 +59,6 @@ fi
 printf '%s\n' "$SOLAR_INPUT_VALUE" >"$o/$SOLAR_RESOURCE-$(id -un)"
 `,
 }
-
-// usersMu serializes newOperator within the test process.
-var usersMu sync.Mutex
 
 // operator is one person at one machine: an OS user, a home of its own
 // for this test, and a host name ("" for this machine's).
@@ -130,10 +127,6 @@ func newAnyMachine(t *testing.T) *anyMachine {
 // unlocks it) with a home only it may read, and gives it a fresh
 // directory of that home as its HOME for this test.
 func newOperator(t *testing.T, name, host, bin string) *operator {
-	// useradd writes the account before it makes the home: a second test
-	// that found the account must not make the home first.
-	usersMu.Lock()
-	defer usersMu.Unlock()
 	u, err := user.Lookup(name)
 	if err != nil {
 		out, addErr := exec.Command("useradd", "-m", "-s", "/bin/sh", name).CombinedOutput()
@@ -430,7 +423,6 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 // cache. Then B resumes a plan whose runner on A's machine was killed
 // with SIGKILL mid-task, and both see it finished.
 func TestAnyMachinePostgres(t *testing.T) {
-	t.Parallel()
 	m := newAnyMachine(t)
 	srv := pgtest.Own(t)
 	url, err := srv.NewDatabase("solar")
@@ -489,7 +481,6 @@ func TestAnyMachinePostgres(t *testing.T) {
 // copy of: B runs A's plan from the copy after A's base directory is gone,
 // a task fails, and B retries it.
 func TestAnyMachineBolt(t *testing.T) {
-	t.Parallel()
 	m := newAnyMachine(t)
 	m.a.db = filepath.Join(m.a.home, "solar.db")
 	m.b.db = filepath.Join(m.b.home, "solar.db")
