@@ -234,7 +234,7 @@ func (op *operator) must(want int, args ...string) string {
 // op's home.
 func (op *operator) cannotRead(other *operator) {
 	op.t.Helper()
-	out, err := exec.Command("runuser", "-u", other.name, "--", "ls", op.home).CombinedOutput()
+	out, err := exec.Command("runuser", "-u", other.name, "--", "env", "LC_ALL=C", "ls", op.home).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "Permission denied") {
 		op.t.Fatalf("%s can list %s's home %s: %v %s", other.name, op.name, op.home, err, out)
 	}
