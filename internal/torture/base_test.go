@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// writeBase writes the rounds' base: run takes its resource's lock (its
-// children inherit it), sleeps in a child for ms milliseconds, and logs.
+// writeBase writes a round's base into root/base: run takes its
+// resource's lock (its children inherit it), sleeps in a child for ms
+// milliseconds, and logs.
 func writeBase(t *testing.T, root string) string {
 	dir := filepath.Join(root, "base")
 	files := map[string]string{

@@ -25,7 +25,11 @@ type round struct {
 	mode mode
 	work string // the scripts' log and lock files
 	tmp  string // the runners' TMPDIR
-	env  []string
+	// cache is the runners' base cache (SOLAR_CACHE_DIR): the round's
+	// base directory is gone before its first run, so every script comes
+	// from there.
+	cache string
+	env   []string
 	// pg is the round's own PostgreSQL server (pg modes), which it
 	// crashes.
 	pg *pgtest.Server
@@ -38,7 +42,7 @@ type round struct {
 // runRound runs one round in dir and returns what happened in it.
 func runRound(t *testing.T, rng *rand.Rand, rg *rig, m mode, dir string) stats {
 	r := &round{t: t, rng: rng, rig: rg, mode: m, work: filepath.Join(dir, "work"), tmp: filepath.Join(dir, "tmp"),
-		finished: map[string]int{}}
+		cache: filepath.Join(dir, "cache"), finished: map[string]int{}}
 	r.prepare(dir)
 	r.createPlan()
 	verb := "run-once"
@@ -100,7 +104,10 @@ func (r *round) prepare(dir string) {
 		settings = append(settings, "SOLAR_SSH_KEEPALIVE="+[]string{"1s", "2s"}[r.rng.IntN(2)])
 	}
 	t.Logf("settings: %s", strings.Join(settings, ", "))
-	r.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+r.tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s")
+	// A base cache of the round's own: every round materializes its base
+	// afresh from the store, and leaves nothing in the home directory.
+	r.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+r.tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_LOCK_WAIT=30s",
+		"SOLAR_CACHE_DIR="+r.cache)
 	for _, s := range settings {
 		if strings.HasPrefix(s, "SOLAR_") {
 			r.env = append(r.env, s)
@@ -109,8 +116,11 @@ func (r *round) prepare(dir string) {
 }
 
 // createPlan creates the nodes, the resources and their rules, and
-// processes them into a plan of layers*perLayer tasks.
+// processes them into a plan of layers*perLayer tasks. The tasks' base
+// directory is removed then: every run of the round runs the base as the
+// store keeps it, materialized into the runners' cache.
 func (r *round) createPlan() {
+	base := writeBase(r.t, filepath.Dir(r.work))
 	if r.mode.ssh {
 		for i, n := range r.rig.nodes {
 			name := "n" + strconv.Itoa(i)
@@ -136,7 +146,7 @@ func (r *round) createPlan() {
 			default:
 				ms, trap = 800+r.rng.IntN(1200), 1
 			}
-			args := []string{"resource", "create", name, r.rig.base, "dir=" + r.work, "secret=torture-secret-" + name,
+			args := []string{"resource", "create", name, base, "dir=" + r.work, "secret=torture-secret-" + name,
 				"ms=" + strconv.Itoa(ms), "trap=" + strconv.Itoa(trap)}
 			if r.mode.ssh {
 				args = append(args, "location=n"+strconv.Itoa(r.rng.IntN(len(r.rig.nodes))))
@@ -155,6 +165,9 @@ func (r *round) createPlan() {
 	}
 	r.must(append([]string{"events", "add"}, rules...)...)
 	r.must("ch", "process")
+	if err := os.RemoveAll(base); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // solar runs a solar command to its end.
@@ -268,6 +281,9 @@ func (r *round) checkEnd() {
 	}
 	if want := layers*perLayer + nodes; len(hist.History) != want {
 		t.Fatalf("history has %d entries, want one per task (%d)", len(hist.History), want)
+	}
+	if ran, _ := filepath.Glob(filepath.Join(r.cache, "*", "run.sh")); len(ran) != 1 {
+		t.Fatalf("the base cache %s holds %d copies of the round's base, want 1: runs did not take it from the store", r.cache, len(ran))
 	}
 	if left, _ := filepath.Glob(filepath.Join(r.tmp, "solar-run-*")); len(left) > 0 {
 		t.Fatalf("attempt directories outlived their runs: %v", left)

@@ -10,7 +10,9 @@
 // tree's, to see whether the torture finds a defect in an older build.
 //
 // Each round builds a fresh store with a layered plan of shell tasks that
-// start children and hold a per-resource lock, then runs it (run-once,
+// start children and hold a per-resource lock (from a base directory it
+// removes once the plan is made: every run takes the base from the store,
+// into a base cache of the round's own), then runs it (run-once,
 // resume after an interruption, retry after failed tasks) through random
 // faults until every task has succeeded. One task in four is long and
 // ignores SIGTERM, so that a fault often finds a script that outlives its
@@ -104,11 +106,12 @@ func parseModes(list string) ([]mode, error) {
 	return out, nil
 }
 
-// rig is what every round shares: the solar binary, the bases and, in ssh
-// modes, the nodes.
+// rig is what every round shares: the solar binary, the nodes' base and,
+// in ssh modes, the nodes. Each round writes the base of its tasks itself
+// (round.createPlan), and removes it once its resources are created.
 type rig struct {
-	bin, base, nodeBase string
-	nodes               []node
+	bin, nodeBase string
+	nodes         []node
 }
 
 // node is an sshd in a network namespace, joined to this machine by link.
@@ -159,12 +162,11 @@ func TestTorture(t *testing.T) {
 	t.Logf("%d rounds, %s, %d tasks per round: no violation", rounds, total.summary(), layers*perLayer)
 }
 
-// newRig builds the binary (or takes SOLAR_TORTURE_BIN), writes the base
-// and, when a mode needs them, starts two nodes, each in a network
-// namespace of its own.
+// newRig builds the binary (or takes SOLAR_TORTURE_BIN) and, when a mode
+// needs them, starts two nodes, each in a network namespace of its own.
 func newRig(t *testing.T, modes []mode) *rig {
 	root := t.TempDir()
-	rg := &rig{bin: os.Getenv("SOLAR_TORTURE_BIN"), base: writeBase(t, root)}
+	rg := &rig{bin: os.Getenv("SOLAR_TORTURE_BIN")}
 	if rg.bin == "" {
 		rg.bin = filepath.Join(root, "solar")
 		build := exec.Command("go", "build", "-o", rg.bin, "github.com/solarops/solar/cmd/solar")
