@@ -171,6 +171,9 @@ func (pn *pinner) pin(n *planner.Node) (*Pin, error) {
 	if len(srcs) > 0 {
 		p.Sources = srcs
 	}
+	if p.Keys, err = pn.keys(n.Resource); err != nil {
+		return nil, err
+	}
 	p.Later = pn.later(n, p)
 	sens, err := pn.cat.SensitiveInputs(n.Resource)
 	if err != nil {
@@ -299,6 +302,33 @@ func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) m
 		}
 	}
 	return out
+}
+
+// keys maps each object input of resource name that a connection feeds one
+// key at a time to those keys and the emitter inputs they come from
+// (Pin.Keys). The current connections are read: an output reaches a key
+// only through a connection that exists when it is sent.
+func (pn *pinner) keys(name string) (map[string]map[string]string, error) {
+	conns, err := pn.cat.Incoming(name)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]map[string]string
+	for _, c := range conns {
+		for _, m := range c.Mappings {
+			if m.Key == "" {
+				continue
+			}
+			if out == nil {
+				out = map[string]map[string]string{}
+			}
+			if out[m.To] == nil {
+				out[m.To] = map[string]string{}
+			}
+			out[m.To][m.Key] = pn.root(c.Emitter, m.From)
+		}
+	}
+	return out, nil
 }
 
 // appends reports whether mapping m from e into r adds one element to a

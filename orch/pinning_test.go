@@ -1,6 +1,7 @@
 package orch
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -235,5 +236,47 @@ func TestPinLater(t *testing.T) {
 	p := pins["secret.run#0"]
 	if p.Inputs["value"] != nil || p.Later["value"] != "pw.run#0" {
 		t.Errorf("secret.run#0 value=%v later=%v; want unset, known after pw.run#0", p.Inputs["value"], p.Later)
+	}
+}
+
+// TestPinKeys: a connection into one key of an object input is recorded
+// with the emitter input it comes from, so that an output sent there in the
+// run reaches the key.
+func TestPinKeys(t *testing.T) {
+	w := newPinWorld(t)
+	dir := t.TempDir()
+	writeBase(t, dir, "handler: noop\nactions: {run: run.sh}\ninputs:\n  conf: {schema: '{host: str, port: int}'}\n")
+	obj, err := resources.LoadBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.do(func(cat *resources.Catalog, stg *staging.Stager) error {
+		if _, err := cat.Create(resources.CreateSpec{Name: "e", Base: w.noop}, false); err != nil {
+			return err
+		}
+		if _, err := cat.Create(resources.CreateSpec{Name: "r", Base: obj}, false); err != nil {
+			return err
+		}
+		if _, err := cat.Connect("e", "r", []resources.Mapping{{From: "value", To: "conf", Key: "host"}}); err != nil {
+			return err
+		}
+		_, err := stg.Touch("create", "e", "r")
+		return err
+	})
+	p := w.process("")["r.run#0"]
+	if p == nil || p.Keys["conf"]["host"] != "e.value" {
+		t.Fatalf("keys %+v; want conf.host from e.value", p)
+	}
+	if _, whole := p.Sources["conf"]; whole {
+		t.Errorf("sources %v: conf is fed one key at a time, not whole", p.Sources)
+	}
+}
+
+func writeBase(t *testing.T, dir, meta string) {
+	t.Helper()
+	for name, text := range map[string]string{"meta.yaml": meta, "run.sh": "exit 0\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
