@@ -126,6 +126,7 @@ func (l *ledger) pinnedInputs(info *taskInfo) map[string]any {
 			out[k] = v
 		}
 	}
+	partInputs(out, info.pin.Parts, l.sent)
 	return out
 }
 
