@@ -292,21 +292,3 @@ func TestResumedOutputs(t *testing.T) {
 		})
 	}
 }
-
-// An output sent to an emitter input that feeds one key of an object input
-// (pin.Keys) replaces that key only, in a copy.
-func TestPinnedInputsTakeSentKeys(t *testing.T) {
-	defs := map[string]*resources.InputDef{"conf": {Name: "conf"}}
-	info := &taskInfo{node: &planner.Node{Resource: "r", ID: "r.run#0"}, inputDefs: defs,
-		pin: &Pin{Inputs: map[string]any{"conf": map[string]any{"host": "h0", "port": int64(1)}},
-			Keys: map[string]map[string]string{"conf": {"host": "e.ip"}}}}
-	l := &ledger{}
-	l.keepSent("e", "ip", "h1")
-	want := map[string]any{"conf": map[string]any{"host": "h1", "port": int64(1)}}
-	if got := l.inputs(info); !reflect.DeepEqual(got, want) {
-		t.Errorf("after the output: %v, want %v", got, want)
-	}
-	if info.pin.Inputs["conf"].(map[string]any)["host"] != "h0" {
-		t.Error("the pin itself was changed")
-	}
-}

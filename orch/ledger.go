@@ -125,29 +125,9 @@ func (l *ledger) pinnedInputs(info *taskInfo) map[string]any {
 		if v, ok := l.sent[src]; ok {
 			out[k] = v
 		}
-		for key, src := range info.pin.Keys[k] {
-			if v, ok := l.sent[src]; ok {
-				out[k] = withKey(out[k], key, v)
-			}
-		}
 	}
+	partInputs(out, info.pin.Parts, l.sent)
 	return out
-}
-
-// withKey returns a copy of the object obj (nil is empty) with key set to
-// v: the pinned value is shared by every attempt of the task.
-func withKey(obj any, key string, v any) any {
-	old, _ := obj.(map[string]any)
-	cp := make(map[string]any, len(old)+1)
-	for k, x := range old {
-		cp[k] = x
-	}
-	if v == nil {
-		delete(cp, key)
-	} else {
-		cp[key] = v
-	}
-	return cp
 }
 
 // keepSent records that an output of the run gave input k of resource

@@ -31,12 +31,9 @@ type Pin struct {
 	// comes from ("resource.input", followed through chains): an output
 	// that the run sends to that input reaches this task.
 	Sources map[string]string `json:"sources,omitempty"`
-	// Keys maps an object input that connections feed one key at a time
-	// ("ip->conf:host") to those keys and the emitter inputs they come
-	// from, as Sources does for whole inputs. (An element a connection
-	// appends to a list has no stable place to be replaced in, and is
-	// not followed.)
-	Keys map[string]map[string]string `json:"keys,omitempty"`
+	// Parts maps an input fed piece by piece (list elements, object keys)
+	// to its pieces' sources, in order (pinparts.go).
+	Parts map[string][]Part `json:"parts,omitempty"`
 	// Node is the transport inputs of the node the task runs on, as the
 	// rule above sees them; nil for a task on this machine.
 	Node map[string]any `json:"node,omitempty"`

@@ -168,12 +168,10 @@ func (pn *pinner) pin(n *planner.Node) (*Pin, error) {
 	for _, d := range r.Base.Inputs {
 		p.Inputs[d.Name] = vals[d.Name]
 	}
-	if len(srcs) > 0 {
-		p.Sources = srcs
+	if len(srcs.whole) > 0 {
+		p.Sources = srcs.whole
 	}
-	if p.Keys, err = pn.keys(n.Resource); err != nil {
-		return nil, err
-	}
+	p.Parts = srcs.parts
 	p.Later = pn.later(n, p)
 	sens, err := pn.cat.SensitiveInputs(n.Resource)
 	if err != nil {
@@ -196,16 +194,16 @@ func (pn *pinner) pin(n *planner.Node) (*Pin, error) {
 
 // values computes the effective values task n of resource r sees, and for
 // each input fed whole by a connection, the emitter input it comes from.
-func (pn *pinner) values(n *planner.Node, r *resources.Resource) (map[string]any, map[string]string, error) {
+func (pn *pinner) values(n *planner.Node, r *resources.Resource) (map[string]any, feeds, error) {
 	snap, err := pn.snapshot(n.Resource)
 	if err != nil {
-		return nil, nil, err
+		return nil, feeds{}, err
 	}
 	applied := pn.entry[n.Resource] != ""
 	own, conns := r.Inputs, []resources.Connection(nil)
 	if applied || snap == nil {
 		if conns, err = pn.cat.Incoming(n.Resource); err != nil {
-			return nil, nil, err
+			return nil, feeds{}, err
 		}
 	} else {
 		own, conns = snap.Own, snap.Connections
@@ -231,7 +229,7 @@ func (pn *pinner) values(n *planner.Node, r *resources.Resource) (map[string]any
 		for _, m := range c.Mappings {
 			val, err := pn.emitted(c.Emitter, m.From, n.ID)
 			if err != nil {
-				return nil, nil, err
+				return nil, feeds{}, err
 			}
 			resources.Apply(out, r, e, m, val, &listStarted)
 		}
@@ -283,8 +281,8 @@ func (pn *pinner) emitted(emitter, input, id string) (any, error) {
 // the emitter input it comes from, followed up the chain of such
 // connections: an output the run sends there reaches the task. A mapping
 // into one key of an object, or of one value into a list (one element per
-// emitter), feeds part of the input and is left out.
-func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) map[string]string {
+// emitter), feeds part of the input: it is among the parts (partsOf).
+func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) feeds {
 	var out map[string]string
 	for _, c := range conns {
 		e, err := pn.cat.Get(c.Emitter)
@@ -301,34 +299,7 @@ func (pn *pinner) sources(r *resources.Resource, conns []resources.Connection) m
 			out[m.To] = pn.root(c.Emitter, m.From)
 		}
 	}
-	return out
-}
-
-// keys maps each object input of resource name that a connection feeds one
-// key at a time to those keys and the emitter inputs they come from
-// (Pin.Keys). The current connections are read: an output reaches a key
-// only through a connection that exists when it is sent.
-func (pn *pinner) keys(name string) (map[string]map[string]string, error) {
-	conns, err := pn.cat.Incoming(name)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]map[string]string
-	for _, c := range conns {
-		for _, m := range c.Mappings {
-			if m.Key == "" {
-				continue
-			}
-			if out == nil {
-				out = map[string]map[string]string{}
-			}
-			if out[m.To] == nil {
-				out[m.To] = map[string]string{}
-			}
-			out[m.To][m.Key] = pn.root(c.Emitter, m.From)
-		}
-	}
-	return out, nil
+	return feeds{whole: out, parts: pn.partsOf(r, conns)}
 }
 
 // appends reports whether mapping m from e into r adds one element to a

@@ -240,6 +240,7 @@ func TestPinLater(t *testing.T) {
 }
 
 // TestPinKeys: a connection into one key of an object input is recorded
+// as a part
 // with the emitter input it comes from, so that an output sent there in the
 // run reaches the key.
 func TestPinKeys(t *testing.T) {
@@ -264,8 +265,8 @@ func TestPinKeys(t *testing.T) {
 		return err
 	})
 	p := w.process("")["r.run#0"]
-	if p == nil || p.Keys["conf"]["host"] != "e.value" {
-		t.Fatalf("keys %+v; want conf.host from e.value", p)
+	if p == nil || len(p.Parts["conf"]) != 1 || p.Parts["conf"][0] != (Part{From: "e.value", Key: "host"}) {
+		t.Fatalf("parts %+v; want conf.host from e.value", p)
 	}
 	if _, whole := p.Sources["conf"]; whole {
 		t.Errorf("sources %v: conf is fed one key at a time, not whole", p.Sources)

@@ -84,7 +84,7 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	vars, err := unsafeVarsYAML(inputs)
+	vars, err := ansibleVars(inputs)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: inputs cannot be written as YAML: %v", ErrBadRequest, err)
 	}
@@ -100,7 +100,11 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 		host:    local,
 		attempt: a,
 		program: "ansible-playbook ",
-		read:    func(e Ended) outcome { return ansibleOutcome(e, target.Name) },
+		read: func(e Ended) outcome {
+			o := ansibleOutcome(e, target.Name)
+			o.failure = reservedInputHint(o.failure, inputs)
+			return o
+		},
 	})
 }
 
