@@ -137,8 +137,7 @@ func staleWayOut(tx *store.Tx, rec *Record, stale []StaleTask) (string, error) {
 		}
 	}
 	if len(staged) == 0 {
-		n := byID[stale[0].ID]
-		return fmt.Sprintf("nothing is staged for them now: to run them again, stage their actions (solar ch stage -a %s -n %s, and so on) and solar ch process", n.action, n.res), nil
+		return restageAdvice(stale, byID), nil
 	}
 	pending, err := Pending(tx)
 	if err != nil {
@@ -153,6 +152,31 @@ func staleWayOut(tx *store.Tx, rec *Record, stale []StaleTask) (string, error) {
 }
 
 type nodeRef struct{ res, action string }
+
+// restageShown is how many "ch stage -a" commands restageAdvice spells out.
+const restageShown = 3
+
+// restageAdvice is the way out when nothing is staged for the stale tasks
+// any more: what made them stale was committed, so the plan's old values
+// must not run; their actions run again, with their current values, once
+// staged by hand and processed.
+func restageAdvice(stale []StaleTask, byID map[string]*nodeRef) string {
+	var cmds []string
+	seen := map[nodeRef]bool{}
+	for _, s := range stale {
+		n := byID[s.ID]
+		if n == nil || seen[*n] {
+			continue
+		}
+		seen[*n] = true
+		if len(cmds) == restageShown {
+			cmds = append(cmds, "and so on")
+			break
+		}
+		cmds = append(cmds, fmt.Sprintf("solar ch stage -a %s -n %s", n.action, n.res))
+	}
+	return fmt.Sprintf("nothing is staged for them now; to run them again with their current values, stage them (%s), then solar ch process", strings.Join(cmds, "; "))
+}
 
 // IdleAdvice says, for "orch stop" of plan uid when no process runs it,
 // what state the plan is in and what finishes it: a finished plan needs
