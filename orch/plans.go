@@ -446,10 +446,12 @@ func Pending(tx *store.Tx) (map[string]string, error) {
 	return out, nil
 }
 
-// Supersede skips, with reason "superseded", the pending tasks of older
-// plans that run any of keys; a plan left with nothing to do is closed.
-func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
-	return SkipPending(tx, keys, ReasonSuperseded, now)
+// Supersede skips the tasks not started of older plans that run any of
+// keys, with reason "superseded by BY" (BY is the uid of the plan taking
+// them over); their finished tasks keep their status. A plan left with
+// nothing to do is closed. It returns what it did to each plan, by uid.
+func Supersede(tx *store.Tx, keys []string, by string, now time.Time) ([]SupersededPlan, error) {
+	return skipPending(tx, keys, SupersededBy(by), now)
 }
 
 // SkipPending skips, with reason, the tasks of unfinished plans that are
@@ -458,6 +460,16 @@ func Supersede(tx *store.Tx, keys []string, now time.Time) ([]string, error) {
 // A task that a live run has started is refused (ErrRunning, naming the
 // process); the others reach that run before it starts them.
 func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]string, error) {
+	plans, err := skipPending(tx, keys, reason, now)
+	uids := make([]string, len(plans))
+	for i, p := range plans {
+		uids[i] = p.UID
+	}
+	return uids, err
+}
+
+// skipPending is SkipPending, saying what it did to each plan.
+func skipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]SupersededPlan, error) {
 	pending, err := Pending(tx)
 	if err != nil {
 		return nil, err
@@ -476,6 +488,7 @@ func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]s
 		uids = append(uids, uid)
 	}
 	sort.Strings(uids)
+	out := make([]SupersededPlan, 0, len(uids))
 	for _, uid := range uids {
 		rec, err := Load(tx, uid)
 		if err != nil {
@@ -497,8 +510,9 @@ func SkipPending(tx *store.Tx, keys []string, reason string, now time.Time) ([]s
 		if err := closeIfDone(tx, uid, states); err != nil {
 			return nil, err
 		}
+		out = append(out, supersededPlan(uid, ids, states))
 	}
-	return uids, nil
+	return out, nil
 }
 
 func closeIfDone(tx *store.Tx, uid string, states map[string]State) error {

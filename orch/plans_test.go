@@ -224,14 +224,35 @@ func TestSupersede(t *testing.T) {
 		wantPlans  bool
 		wantStates map[string]State
 		wantOpen   bool
+		// wantKept, when set, is the finished tasks Supersede reports left
+		// as they were.
+		wantKept map[Status]int
 	}{
+		{
+			name:  "an interrupted plan keeps what finished, ERROR included",
+			nodes: []planner.Node{stagedNode("a", "run"), stagedNode("b", "run"), stagedNode("e", "run")},
+			done: map[string]State{
+				"a.run#0": {Status: StatusSuccess},
+				"b.run#0": {Status: StatusSkipped, Reason: ReasonStopped},
+				"e.run#0": {Status: StatusError, Err: "boom"},
+			},
+			keys:      []string{"b.run", "e.run"},
+			wantPlans: true,
+			wantStates: map[string]State{
+				"a.run#0": {Status: StatusSuccess},
+				"b.run#0": {Status: StatusSkipped, Reason: "superseded by NEW", End: later},
+				"e.run#0": {Status: StatusError, Err: "boom"},
+			},
+			wantOpen: false,
+			wantKept: map[Status]int{StatusSuccess: 1, StatusError: 1},
+		},
 		{
 			name:      "some tasks taken over, others left to run",
 			nodes:     []planner.Node{stagedNode("a", "run"), stagedNode("b", "run"), triggeredNode("c", "restart")},
 			keys:      []string{"a.run", "x.run"},
 			wantPlans: true,
 			wantStates: map[string]State{
-				"a.run#0":     {Status: StatusSkipped, Reason: ReasonSuperseded, End: later},
+				"a.run#0":     {Status: StatusSkipped, Reason: "superseded by NEW", End: later},
 				"b.run#0":     {Status: StatusPending},
 				"c.restart#0": {Status: StatusPending},
 			},
@@ -244,7 +265,7 @@ func TestSupersede(t *testing.T) {
 			keys:      []string{"a.run"},
 			wantPlans: true,
 			wantStates: map[string]State{
-				"a.run#0": {Status: StatusSkipped, Reason: ReasonSuperseded, End: later},
+				"a.run#0": {Status: StatusSkipped, Reason: "superseded by NEW", End: later},
 				"b.run#0": {Status: StatusSuccess},
 			},
 			wantOpen: false,
@@ -276,9 +297,18 @@ func TestSupersede(t *testing.T) {
 				return nil
 			})
 			update(t, path, func(tx *store.Tx) error {
-				got, err := Supersede(tx, tt.keys, later)
+				plans, err := Supersede(tx, tt.keys, "NEW", later)
 				if err != nil {
 					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range plans {
+					got = append(got, p.UID)
+					if tt.wantKept != nil {
+						if diff := cmp.Diff(tt.wantKept, p.Kept); diff != "" {
+							t.Errorf("Supersede kept (-want +got):\n%s", diff)
+						}
+					}
 				}
 				var want []string
 				if tt.wantPlans {

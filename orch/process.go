@@ -1,9 +1,7 @@
 package orch
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/solarops/solar/events"
@@ -16,14 +14,16 @@ import (
 // ProcessResult is what Process made.
 type ProcessResult struct {
 	Record *Record // nil when nothing was staged for the selection
-	// Superseded lists the older plans whose pending tasks were skipped.
-	Superseded []string
+	// Superseded are the older plans whose tasks not started were skipped,
+	// by uid.
+	Superseded []SupersededPlan
 }
 
 // Process turns the staged entries selected by exprs (all when none; the
 // union of several) into a plan and stores it. An entry still pending in an
-// unfinished plan is refused with ErrPending, naming the plan, unless
-// supersede is set.
+// unfinished plan is refused with ErrPending, naming the plan and the way
+// out that works for it, unless supersede is set: then that plan's tasks
+// not started are SKIPPED "superseded by UID" and its finished ones kept.
 func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time) (*ProcessResult, error) {
 	ents, err := selectEntries(tx, exprs)
 	if err != nil || len(ents) == 0 {
@@ -38,17 +38,22 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 	if err != nil {
 		return nil, err
 	}
-	var clash []string
+	var clashes []clash
 	for _, k := range keys {
 		if uid, ok := pending[k]; ok {
-			clash = append(clash, k+" (plan "+uid+")")
+			clashes = append(clashes, clash{key: k, uid: uid})
 		}
 	}
-	if len(clash) > 0 {
-		if !supersede {
-			return nil, fmt.Errorf("%w: %s; run or stop that plan, or pass --supersede", ErrPending, strings.Join(clash, ", "))
-		}
-		if out.Superseded, err = Supersede(tx, keys, now); err != nil {
+	if len(clashes) > 0 && !supersede {
+		return nil, refusePending(tx, clashes)
+	}
+	// The uid comes first: the tasks it takes over say which plan has them.
+	uid, err := NewUID(tx, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(clashes) > 0 {
+		if out.Superseded, err = Supersede(tx, keys, uid, now); err != nil {
 			return nil, err
 		}
 	}
@@ -61,10 +66,6 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 		in.Entries[i] = planner.Entry{Key: e.Key, Resource: e.Resource, Action: e.Action}
 	}
 	p, err := planner.Build(in)
-	if err != nil {
-		return nil, err
-	}
-	uid, err := NewUID(tx, now)
 	if err != nil {
 		return nil, err
 	}

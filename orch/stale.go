@@ -108,7 +108,8 @@ func staleResource(tx *store.Tx, rec *Record, res string, ents []staging.Stamp) 
 }
 
 // RefuseStale fails with ErrStale, naming each stale task among ids and
-// why, when plan rec is stale for any of them.
+// why, and what to do instead (see staleWayOut), when plan rec is stale
+// for any of them.
 func RefuseStale(tx *store.Tx, rec *Record, ids []string) error {
 	stale, err := Stale(tx, rec, ids)
 	if err != nil || len(stale) == 0 {
@@ -122,8 +123,12 @@ func RefuseStale(tx *store.Tx, rec *Record, ids []string) error {
 	if more := len(stale) - len(shown); more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more stale tasks", more))
 	}
-	return fmt.Errorf("%w: plan %s would run %s; nothing was run: process the staged changes into a new plan instead (solar ch process)",
-		ErrStale, rec.UID, strings.Join(parts, ", "))
+	way, err := staleWayOut(tx, rec, stale)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: plan %s would run %s; nothing was run: %s",
+		ErrStale, rec.UID, strings.Join(parts, ", "), way)
 }
 
 // staleShown is how many stale tasks a refusal names: a plan of 100,000

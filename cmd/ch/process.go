@@ -40,8 +40,11 @@ task, which runs only if its event happens): the rule is the operator's
 statement that the subscriber must follow.
 
 Entries stay staged until their task succeeds. An entry already pending in an
-unfinished plan is refused, naming that plan, unless --supersede, which skips
-the old plan's task for it (reason "superseded").
+unfinished plan is refused, naming that plan and what to do: run or stop it,
+or, when it is stale (a resource of it changed since), replace it with
+--supersede. --supersede skips the old plan's tasks not started for those
+entries (reason "superseded by NEW-UID"); its finished tasks keep their status,
+an ERROR stays ERROR.
 
 When nothing is staged for the selection, it says so on stderr, writes no plan
 and exits 4, so that "solar ch process && solar orch run-once last" never runs
@@ -49,6 +52,7 @@ an older plan.` + "\n" + app.ExitHelp,
 		Example: `  solar ch process
   solar ch process -t env=demo
   solar ch process -t 'env=demo & role=db' -t 'role=lb'
+  solar ch process --supersede      # replace an unfinished (stale) plan's tasks
   uid=$(solar ch process -t env=demo) && solar orch run-once "$uid"`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -100,9 +104,7 @@ func processRun(opts *ProcessOptions) error {
 		fmt.Fprintln(w, msg)
 		return &app.NothingError{Msg: msg}
 	}
-	for _, uid := range superseded {
-		fmt.Fprintf(w, "superseded entries of plan %s\n", uid)
-	}
+	printSuperseded(w, rec.UID, superseded)
 	staged := 0
 	for _, n := range rec.Plan.Nodes {
 		if n.Staged {

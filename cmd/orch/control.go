@@ -108,7 +108,7 @@ func stopRun(opts *StopOptions) error {
 	w := opts.App.IO.Out
 	switch {
 	case !res.Running:
-		fmt.Fprintf(w, "plan %s is not running\n", res.UID)
+		return printIdle(opts.App, db, res.UID)
 	case opts.Kill:
 		fmt.Fprintf(w, "asked pid %d to stop plan %s and kill its running tasks\n", res.PID, res.UID)
 	default:

@@ -207,7 +207,7 @@ db.run#0   -> cache.run#0  after
 			return logsRun(&LogsOptions{App: e.App, Ref: "last", Task: "cache.run#0", Follow: true, Poll: time.Millisecond})
 		}, err: "task cache.run#0 has not run and plan " + uid + " is not running; nothing to follow\n"},
 		{name: "stop", run: func(e *apptest.Env) error { return stopRun(&StopOptions{App: e.App, Ref: "last", Kill: true}) },
-			out: "plan " + uid + " is not running\n"},
+			out: "plan " + uid + " is not running; it is finished with 1 ERROR (solar orch retry " + uid + " runs them again)\n"},
 		{name: "reset", run: func(e *apptest.Env) error { return resetRun(&ResetOptions{App: e.App, Ref: "last"}) },
 			out: "plan " + uid + " reset: every task is PENDING\n"},
 		{name: "filter", run: func(e *apptest.Env) error {

@@ -131,7 +131,7 @@ func NewCmdRetry(a *app.App, runF func(*RunOptions) error) *cobra.Command {
 	return newCmdRunVariant(a, runVariant{
 		verb:  "retry",
 		short: "Run again the tasks that ended ERROR and those they skipped",
-		long:  "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure outside solar (a full disk, a node that was down). A changed input makes the plan stale: process the change into a new plan instead (solar ch process).",
+		long:  "Set ERROR tasks, and tasks SKIPPED because of them, back to PENDING and run the plan. Use it after fixing the cause of a failure outside solar (a full disk, a node that was down). A changed input makes the plan stale: process the change into a new plan instead (solar ch process --supersede).",
 		reset: func(st orch.State) bool {
 			_, failed := st.FailedRoot("")
 			return failed || orch.Stopped(st)

@@ -39,5 +39,5 @@ func printStale(w io.Writer, uid string, stale []orch.StaleTask) {
 	if more := len(stale) - staleShown; more > 0 {
 		fmt.Fprintf(w, "plan %s is stale: and %d more (--json lists them all)\n", uid, more)
 	}
-	fmt.Fprintf(w, "run-once refuses a stale plan: solar ch process makes a new plan of what is staged now (--supersede skips this plan's pending tasks)\n\n")
+	fmt.Fprintf(w, "run-once refuses a stale plan: solar ch process --supersede makes a new plan of what is staged now, replacing this plan's tasks not started\n\n")
 }
