@@ -273,6 +273,7 @@ func (ex *execution) start(initial map[string]State) {
 	ex.sdb.mu.Lock()
 	ex.sdb.beforeClose = ex.led.flushOnClose
 	ex.sdb.mu.Unlock()
+	ex.ctl.listen()
 	go ex.ctl.watchStop()
 	streamDone, streamStopped := make(chan struct{}), make(chan struct{})
 	go ex.att.streamLogs(streamDone, streamStopped)
@@ -304,7 +305,7 @@ func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]Sta
 // runs beside the walk stops, what is buffered is written, and the plan
 // is released (closed if nothing is left to do). It returns Run's results.
 func (ex *execution) finish(states map[string]State, walkErr error) (*Record, map[string]State, error) {
-	ex.ctl.closeStop()
+	ex.ctl.end()
 	ex.stopLogs()
 	if err := ex.led.waitBehind(); err != nil && walkErr == nil {
 		walkErr = err
