@@ -29,7 +29,8 @@ var ErrRunning = errors.New("plan is already being run")
 //   - Only one live process runs a plan at a time.
 //   - The store is open only while the run writes or reads it, so other
 //     solar commands can use it between tasks; "orch stop" from another
-//     terminal is seen at the next write.
+//     terminal or machine is seen at once on a store that notifies
+//     (control.listen), else at the next write or idle look.
 type Runner struct {
 	Store       *store.Handle // the store the plan lives in
 	UID         string        // a resolved plan uid
