@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
 )
@@ -43,16 +44,14 @@ type runnerRecord struct {
 	Host    string    `json:"host,omitempty"`
 	Started time.Time `json:"started"`
 	Token   string    `json:"token,omitempty"`
+	// ProcStart is the runner process's start time in clock ticks after
+	// boot (procStart): with Host and PID it tells the runner from a
+	// process that got its pid later (isRunnerHere).
+	ProcStart int64 `json:"proc_start,omitempty"`
 }
 
 // hostname is this machine's name, as runner records carry it.
-var hostname = func() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return "unknown"
-	}
-	return h
-}()
+var hostname = actor.Host()
 
 func newToken() string {
 	b := make([]byte, 12)
@@ -70,7 +69,7 @@ func claim(tx *store.Tx, uid string, now time.Time, token string, locked bool) e
 			return rr.busy(uid)
 		}
 	}
-	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Host: hostname, Started: now.UTC(), Token: token})
+	raw, err := json.Marshal(runnerRecord{PID: os.Getpid(), Host: hostname, Started: now.UTC(), Token: token, ProcStart: selfStart()})
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,10 @@ type control struct {
 	stopOnce sync.Once          // closes stopped
 	kill     context.CancelFunc // kills running tasks: orch stop --kill
 	killing  atomic.Bool
+	// listening is set while the store notifies the control of stop
+	// requests; endListen ends that (listen).
+	listening atomic.Bool
+	endListen func()
 
 	// Seen only by the walker's goroutine: how many times the store had
 	// been opened, and when a write last looked for edits (shared stores),
@@ -58,7 +62,12 @@ func newControl(sdb *sharedDB, rec *Record, note func(string), userStop <-chan s
 		edits: edits, external: map[string]string{}}
 }
 
-func (c *control) closeStop() { c.stopOnce.Do(func() { close(c.stopped) }) }
+// closeStop closes the walker's stop channel, and reports whether this
+// call did.
+func (c *control) closeStop() (first bool) {
+	c.stopOnce.Do(func() { close(c.stopped); first = true })
+	return first
+}
 
 // watchStop turns the caller's stop channel into the walker's.
 func (c *control) watchStop() {
@@ -75,8 +84,14 @@ func (c *control) watchStop() {
 	}
 }
 
-// stopLook is how often an idle runner looks for a stop request.
-const stopLook = 250 * time.Millisecond
+// stopLook is how often an idle runner looks for a stop request in the
+// store; stopLookListening how often when the store notifies it of them
+// (listen): then the look is only for a notification lost with a
+// connection.
+const (
+	stopLook          = 250 * time.Millisecond
+	stopLookListening = time.Second
+)
 
 // lookFresh is how long a look for edits made while writing stands in for
 // the look begin would make on a shared store.
@@ -92,7 +107,10 @@ func (c *control) checkStop(tx *store.Tx) error {
 		}
 		return err
 	}
-	c.closeStop()
+	if c.closeStop() && c.note != nil && !c.userStopped() {
+		// Seen in the store first: nobody else tells the operator.
+		c.note("stop requested: running tasks finish, no new task starts")
+	}
 	if string(v) == stopKill && !c.killing.Swap(true) {
 		if c.note != nil {
 			c.note("orch stop --kill: killing running tasks")

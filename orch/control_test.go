@@ -8,20 +8,24 @@ import (
 )
 
 // TestControlStopRequest checks the control watcher's stop contract: a
-// stop request in the store stops the walk; one that asks for a kill
-// also kills running tasks, once however often it is seen; no request
-// does neither.
+// stop request in the store stops the walk, and says so once unless the
+// caller's stop channel did (a signal, whose handler said so); one that
+// asks for a kill also kills running tasks, once however often it is
+// seen; no request does neither.
 func TestControlStopRequest(t *testing.T) {
 	path, uid := noopStack(t, []string{"a"})
 	for _, tt := range []struct {
-		name     string
-		request  []byte // nil: no request
-		wantStop bool
-		wantKill int
+		name      string
+		request   []byte // nil: no request
+		signalled bool   // the caller's stop channel is closed
+		wantStop  bool
+		wantKill  int
+		wantNotes int
 	}{
-		{"no request", nil, false, 0},
-		{"soft", []byte{}, true, 0},
-		{"kill", []byte(stopKill), true, 1},
+		{"no request", nil, false, false, 0, 0},
+		{"soft", []byte{}, false, true, 0, 1},
+		{"kill", []byte(stopKill), false, true, 1, 2},
+		{"soft, signalled", []byte{}, true, true, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			kills, notes := 0, 0
@@ -31,7 +35,11 @@ func TestControlStopRequest(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				c = newControl(&sharedDB{store: store.NewHandle(path)}, rec, func(string) { notes++ }, nil, func() { kills++ }, 0)
+				userStop := make(chan struct{})
+				if tt.signalled {
+					close(userStop)
+				}
+				c = newControl(&sharedDB{store: store.NewHandle(path)}, rec, func(string) { notes++ }, userStop, func() { kills++ }, 0)
 				if tt.request != nil {
 					if err := tx.Put(store.Plans, stopKey(uid), tt.request); err != nil {
 						return err
@@ -52,9 +60,9 @@ func TestControlStopRequest(t *testing.T) {
 				stopped = true
 			default:
 			}
-			if stopped != tt.wantStop || kills != tt.wantKill || notes != tt.wantKill {
-				t.Errorf("stopped %v, killed %d times, noted %d; want stopped %v, killed and noted %d",
-					stopped, kills, notes, tt.wantStop, tt.wantKill)
+			if stopped != tt.wantStop || kills != tt.wantKill || notes != tt.wantNotes {
+				t.Errorf("stopped %v, killed %d times, noted %d; want stopped %v, killed %d, noted %d",
+					stopped, kills, notes, tt.wantStop, tt.wantKill, tt.wantNotes)
 			}
 		})
 	}

@@ -469,7 +469,7 @@ func (l *ledger) flushOnClose(db *store.DB, closing bool) {
 	// only look for a stop request, and not that often (a shared store
 	// would see a transaction per check).
 	now := time.Now().UnixNano()
-	if !closing && len(batch) == 0 && now-l.stopLooked.Load() < int64(stopLook) {
+	if !closing && len(batch) == 0 && now-l.stopLooked.Load() < int64(l.ctl.pollEvery()) {
 		return
 	}
 	l.stopLooked.Store(now)

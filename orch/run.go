@@ -29,7 +29,8 @@ var ErrRunning = errors.New("plan is already being run")
 //   - Only one live process runs a plan at a time.
 //   - The store is open only while the run writes or reads it, so other
 //     solar commands can use it between tasks; "orch stop" from another
-//     terminal is seen at the next write.
+//     terminal or machine is seen at once on a store that notifies
+//     (control.listen), else at the next write or idle look.
 type Runner struct {
 	Store       *store.Handle // the store the plan lives in
 	UID         string        // a resolved plan uid
@@ -273,6 +274,7 @@ func (ex *execution) start(initial map[string]State) {
 	ex.sdb.mu.Lock()
 	ex.sdb.beforeClose = ex.led.flushOnClose
 	ex.sdb.mu.Unlock()
+	ex.ctl.listen()
 	go ex.ctl.watchStop()
 	streamDone, streamStopped := make(chan struct{}), make(chan struct{})
 	go ex.att.streamLogs(streamDone, streamStopped)
@@ -304,7 +306,7 @@ func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]Sta
 // runs beside the walk stops, what is buffered is written, and the plan
 // is released (closed if nothing is left to do). It returns Run's results.
 func (ex *execution) finish(states map[string]State, walkErr error) (*Record, map[string]State, error) {
-	ex.ctl.closeStop()
+	ex.ctl.end()
 	ex.stopLogs()
 	if err := ex.led.waitBehind(); err != nil && walkErr == nil {
 		walkErr = err

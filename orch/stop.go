@@ -1,20 +1,25 @@
 package orch
 
 import (
-	"os"
-	"syscall"
-
 	"github.com/solarops/solar/store"
 )
 
-// Stopping a run is a request written in the store, where the runner reads
-// it between tasks, from any machine. A runner on this
-// machine is also sent SIGTERM once the request is committed, so that it
-// acts at once rather than at its next write; "orch stop" never signals
-// a process itself.
+// Stopping a run is a request written in the store, which the runner acts
+// on wherever it runs: on a store that notifies (PostgreSQL) the request's
+// transaction notifies stopTopic with the plan's uid, which the runner
+// listens for (control.listen); it also looks for the request in its own
+// writes and, idle, on a timer (control.pollEvery). A bbolt file cannot
+// notify: a runner of this machine is sent SIGTERM once the request is
+// committed, so that it acts at once, if and only if the process is the
+// runner the record names (signalRunner). "orch stop" never signals any
+// other process.
 
 // stopKill is the value of a stop request that also kills running tasks.
 const stopKill = "kill"
+
+// stopTopic is the topic of the notifications of stop requests; their key
+// is the plan's uid.
+const stopTopic = "stop"
 
 // Running reports the pid of the live process running plan uid, if any.
 // The process may run on another machine (see liveRunner).
@@ -30,42 +35,47 @@ type StopResult struct {
 	// Running is false when no live process runs the plan: then nothing
 	// was written.
 	Running bool
-	// PID is the pid of the plan's runner, when Running.
-	PID int
+	// PID and Host name the plan's runner, when Running.
+	PID  int
+	Host string
+	// Signalled is true when the runner, a process of this machine, was
+	// also sent SIGTERM (a store that cannot notify).
+	Signalled bool
 }
 
 // Stop asks the runner of the plan ref names ("last", "last~N" or a uid) to
 // stop: running tasks finish (or, with kill, are killed), the others end
-// SKIPPED. The request is committed in one transaction of db; then a runner
-// of this machine is signalled to read it at once.
+// SKIPPED. The request is committed in one transaction of db, which
+// notifies the runner where the store can; where it cannot, a runner of
+// this machine that the record names by pid and start time is signalled
+// to read it at once.
 func Stop(db *store.DB, ref string, kill bool) (StopResult, error) {
 	var (
-		res   StopResult
-		local bool
+		res StopResult
+		rr  runnerRecord
 	)
 	err := db.Update(func(tx *store.Tx) error {
 		var err error
 		if res.UID, err = Resolve(tx, ref); err != nil {
 			return err
 		}
-		rr, ok := liveRunner(tx, res.UID)
-		if !ok {
+		var ok bool
+		if rr, ok = liveRunner(tx, res.UID); !ok {
 			return nil
 		}
-		res.Running, res.PID, local = true, rr.PID, rr.local()
+		res.Running, res.PID, res.Host = true, rr.PID, rr.Host
 		var v []byte
 		if kill {
 			v = []byte(stopKill)
 		}
-		return tx.Put(store.Plans, stopKey(res.UID), v)
+		if err := tx.Put(store.Plans, stopKey(res.UID), v); err != nil {
+			return err
+		}
+		return tx.Notify(stopTopic, res.UID)
 	})
-	if err != nil || !local {
+	if err != nil || !res.Running || db.CanNotify() {
 		return res, err
 	}
-	// A pid names a process of this machine only: a runner elsewhere reads
-	// the request at its next write.
-	if p, err := os.FindProcess(res.PID); err == nil {
-		_ = p.Signal(syscall.SIGTERM)
-	}
+	res.Signalled = signalRunner(rr)
 	return res, nil
 }

@@ -76,8 +76,13 @@ func NewCmdStop(a *app.App, runF func(*StopOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stop [UID|last] [--kill]",
 		Short: "Ask a running plan to stop: running tasks finish, the rest are SKIPPED",
-		Long: `Ask the process running the plan (from another terminal) to stop: tasks already
-running finish, tasks not started end SKIPPED "stopped". "orch resume" continues.
+		Long: `Ask the process running the plan (from another terminal, or another machine
+sharing the store) to stop: tasks already running finish, tasks not started end
+SKIPPED "stopped". "orch resume" continues. The request is a record in the
+store, which the runner acts on wherever it runs: within a second on a
+PostgreSQL store (it is notified), at its next look on a bbolt file, where a
+runner of this machine is also sent SIGTERM, if its pid and start time match
+its record. No other process is ever signalled.
 With --kill, running tasks are killed too, as by a second Ctrl-C: their process
 groups get SIGTERM, then SIGKILL (on SSH nodes as locally), they end ERROR
 "killed", and "orch resume" runs them again.` + "\n" + app.ExitHelp,
@@ -110,11 +115,20 @@ func stopRun(opts *StopOptions) error {
 	case !res.Running:
 		return printIdle(opts.App, db, res.UID)
 	case opts.Kill:
-		fmt.Fprintf(w, "asked pid %d to stop plan %s and kill its running tasks\n", res.PID, res.UID)
+		fmt.Fprintf(w, "asked the runner of plan %s (pid %d on %s) to stop and kill its running tasks\n", res.UID, res.PID, runnerHost(res.Host))
 	default:
-		fmt.Fprintf(w, "asked pid %d to stop plan %s\n", res.PID, res.UID)
+		fmt.Fprintf(w, "asked the runner of plan %s (pid %d on %s) to stop\n", res.UID, res.PID, runnerHost(res.Host))
 	}
 	return nil
+}
+
+// runnerHost is the host a runner record names; a runner of an older solar
+// named none.
+func runnerHost(h string) string {
+	if h == "" {
+		return "an unnamed host"
+	}
+	return h
 }
 
 // FilterOptions are the inputs of "solar orch filter".

@@ -15,6 +15,10 @@
 //   - A record or file that is not what solar wrote is an error wrapping
 //     ErrDamaged, never a panic.
 //
+// A backend may also notify (Notifier, notify.go): a transaction's
+// notification reaches the store's listeners when it commits. It is an
+// optional capability, and best effort: listeners poll as well.
+//
 // Every backend also keeps the locks between the processes that use one
 // store (Locks, locks.go), which kvtest.RunLocks checks with two clients.
 package kv

@@ -36,6 +36,14 @@
 // them in time. StoreLocks is a lock session as kv.Locks, the runner's
 // resource locks, slots and plan claims (kvtest.RunLocks checks it).
 //
+// # Notifications
+//
+// A transaction's notifications (kv.NotifyTx) go as pg_notify on the
+// channel "solar" in the batch of its COMMIT, so only a committed one
+// notifies; the payload names the schema, the topic and the key. Listen
+// LISTENs on a connection of its own, not the pool's, and connects again
+// when it loses it (notify.go).
+//
 // # Secrets
 //
 // A URL's password is never shown: Location and every error of this

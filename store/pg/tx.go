@@ -99,6 +99,8 @@ type tx struct {
 	lookups map[family]int
 	loaded  map[family]bool
 	rows    map[family][]row // of each loaded family, in key order
+	// notes are the notifications to send with COMMIT (notify.go).
+	notes []string
 	// err is the first failed query: PostgreSQL aborts the transaction
 	// then, so it cannot commit, and a serialization failure here must
 	// reach Update's retry even when fn drops it (Has has no error).
@@ -159,6 +161,7 @@ func (t *tx) commit() error {
 	if err := t.flush(b); err != nil {
 		return err
 	}
+	t.queueNotes(b)
 	if t.begin != "" {
 		if b.Len() == 0 {
 			return nil

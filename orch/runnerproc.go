@@ -1,0 +1,89 @@
+package orch
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A stop request is a record in the store (Stop), which the runner reads
+// wherever it runs. A signal only hurries a runner that cannot be told by
+// the store at once (a bbolt file: no notifications), and only when the
+// process is certainly the runner: the pid is recorded with its host and
+// its start time, and a pid of another host, or of this host but started
+// at another time (the runner is gone and its pid reused), is never sent
+// anything.
+
+// procStart returns the start time of process pid, in clock ticks after
+// boot (field 22 of /proc/PID/stat), and whether it is a zombie; ok is
+// false when it cannot be read.
+func procStart(pid int) (start int64, zombie, ok bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false, false
+	}
+	// The fields after the parenthesised command name, which may hold
+	// spaces and parentheses: state is field 3, start time field 22.
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, false, false
+	}
+	start, err = strconv.ParseInt(f[19], 10, 64)
+	return start, f[0] == "Z", err == nil && start > 0
+}
+
+// selfStart is this process's start time as procStart reads it, 0 when
+// unknown: what its runner records carry.
+var selfStart = sync.OnceValue(func() int64 {
+	start, _, _ := procStart(os.Getpid())
+	return start
+})
+
+// ownProc reports whether /proc shows this process's own pid namespace:
+// a process in a pid namespace of its own (unshare --pid, a container)
+// may see its parent's /proc, whose pids are not the ones kill takes.
+func ownProc() bool {
+	self, err := os.Readlink("/proc/self")
+	return err == nil && self == strconv.Itoa(os.Getpid())
+}
+
+// isRunnerHere reports whether rr names a live process of this machine
+// that is the runner that wrote it: the host, the pid and the start time
+// all match, it is not a zombie, and this process's /proc and kill see
+// the same pids. A record without a start time (a runner of an older
+// solar) never matches.
+func (rr runnerRecord) isRunnerHere() bool {
+	if rr.Host != hostname || rr.PID <= 0 || rr.ProcStart <= 0 || !ownProc() {
+		return false
+	}
+	start, zombie, ok := procStart(rr.PID)
+	return ok && !zombie && start == rr.ProcStart
+}
+
+// signalRunner sends SIGTERM to rr's process if it is the runner
+// (isRunnerHere), and reports whether it did. The process is held by a
+// pidfd before it is checked: if its pid is reused after the check, the
+// signal goes to the process checked, which has ended, and to no other.
+func signalRunner(rr runnerRecord) bool {
+	if rr.PID <= 0 {
+		return false
+	}
+	fd, err := unix.PidfdOpen(rr.PID, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if !rr.isRunnerHere() {
+		return false
+	}
+	return unix.PidfdSendSignal(fd, syscall.SIGTERM, nil, 0) == nil
+}
