@@ -40,6 +40,10 @@ type control struct {
 	stopOnce sync.Once          // closes stopped
 	kill     context.CancelFunc // kills running tasks: orch stop --kill
 	killing  atomic.Bool
+	// requested is set once a stop request was found in the store, and
+	// onRequest (Runner.StopRequested, may be nil) told of it.
+	requested atomic.Bool
+	onRequest func()
 
 	// Seen only by the walker's goroutine: how many times the store had
 	// been opened, and when a write last looked for edits (shared stores),
@@ -93,6 +97,9 @@ func (c *control) checkStop(tx *store.Tx) error {
 		return err
 	}
 	c.closeStop()
+	if !c.requested.Swap(true) && c.onRequest != nil {
+		c.onRequest()
+	}
 	if string(v) == stopKill && !c.killing.Swap(true) {
 		if c.note != nil {
 			c.note("orch stop --kill: killing running tasks")
