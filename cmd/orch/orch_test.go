@@ -282,42 +282,42 @@ const reportJSON = `{
       "status": "SUCCESS",
       "duration_ms": 1500,
       "attempts": 1,
-      "attempt_numbers": [],
-      "attempt_records": [],
       "changed": true,
       "error": "",
       "reason": "",
       "start": "2026-11-22T09:59:00Z",
       "end": "2026-11-22T09:59:01.5Z",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     },
     {
       "id": "db.run#0",
       "status": "ERROR",
       "duration_ms": 2000,
       "attempts": 2,
-      "attempt_numbers": [],
-      "attempt_records": [],
       "changed": false,
       "error": "exit status 1: mysqld: cannot bind port 3306",
       "reason": "",
       "start": "2026-11-22T09:59:02Z",
       "end": "2026-11-22T09:59:04Z",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     },
     {
       "id": "cache.run#0",
       "status": "SKIPPED",
       "duration_ms": 0,
       "attempts": 0,
-      "attempt_numbers": [],
-      "attempt_records": [],
       "changed": false,
       "error": "",
       "reason": "upstream failed: db.run#0",
       "start": "",
       "end": "",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     }
   ],
   "stale": []

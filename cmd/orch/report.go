@@ -46,11 +46,6 @@ type reportTask struct {
 	Status     string  `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Attempts   int     `json:"attempts"`
-	// AttemptNumbers are the numbers, over the plan's life, of the
-	// Attempts attempts of the task's last run; AttemptRecords say who
-	// ran each.
-	AttemptNumbers []int         `json:"attempt_numbers"`
-	AttemptRecords []attemptView `json:"attempt_records"`
 	Changed    bool    `json:"changed"`
 	Error      string  `json:"error"`
 	Reason     string  `json:"reason"`
@@ -58,6 +53,11 @@ type reportTask struct {
 	End        string  `json:"end"`
 	// Predicted is what the last orch check predicted; "" if none.
 	Predicted string `json:"predicted"`
+	// AttemptNumbers are the numbers, over the plan's life, of the
+	// Attempts attempts of the task's last run; AttemptRecords say who
+	// ran each.
+	AttemptNumbers []int         `json:"attempt_numbers"`
+	AttemptRecords []attemptView `json:"attempt_records"`
 }
 
 type reportView struct {

@@ -301,8 +301,8 @@ type interrupt struct {
 	// stopReq is true once the run was asked to stop by SIGTERM or by a
 	// request in the store (requested): "orch stop" from any machine.
 	stopReq bool
-	cancel context.CancelFunc
-	sigs   chan os.Signal
+	cancel  context.CancelFunc
+	sigs    chan os.Signal
 }
 
 // interrupts installs the handlers; release removes them.
