@@ -49,7 +49,7 @@ var postgresScripts = []string{
 	"spec_session", "ch_staging", "ch_process", "orch_run", "orch_crash", "orch_control",
 	"orch_live_edits", "orch_two_plans", "composition", "connections", "stale_plans", "team_store",
 	"remote_resume", "review_stale", "review_pinned",
-	"orch_exit_stopped",
+	"orch_exit_stopped", "orch_attempts_life",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
