@@ -34,6 +34,11 @@ type attemptRunner struct {
 	led   *ledger   // inputs, gates, and what attempts leave to write
 	locks resLocker // resource locks and node and semaphore slots
 	logs  liveLogs  // the lines of running attempts, until streamed
+	// bases holds, by task, the number of its latest attempt in earlier
+	// runs: this run's attempts go on from there (attemptlog.go). Read
+	// only.
+	bases map[string]int
+	runID string // names this run in its attempts' records
 }
 
 // limits are the limits task t is under besides its resource, whose lock
@@ -74,11 +79,13 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 			}
 		}
 		attempts++
+		number := a.bases[t.ID] + attempts
 		var inputs map[string]any
 		if !info.noop {
 			inputs = a.led.inputs(info)
 		}
-		a.logs.begin(t.ID, attempts)
+		began := a.r.Now()
+		a.logs.begin(t.ID, number)
 		res, err := info.handler.Run(ctx, handler.Request{
 			Gate:     gate,
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
@@ -89,7 +96,7 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 		})
 		a.logs.end(t.ID)
 		if !info.noop {
-			a.keepLog(t.ID, attempts, res.Log)
+			a.keepLog(t.ID, res.Log, AttemptRecord{Number: number, Actor: a.r.Actor, Host: a.r.Host, Run: a.runID, Start: began, End: a.r.Now()})
 		}
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
@@ -111,7 +118,7 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 			break
 		}
 		if attempt < info.retry && a.r.Note != nil {
-			msg := fmt.Sprintf("%s attempt %d failed: %s; retrying", t.ID, attempts, oneLine(err.Error()))
+			msg := fmt.Sprintf("%s attempt %d failed: %s; retrying", t.ID, number, oneLine(err.Error()))
 			if info.delay > 0 {
 				msg += " in " + info.delay.String()
 			}
@@ -146,13 +153,13 @@ func (a *attemptRunner) output(task string, l handler.Line) {
 	}
 }
 
-// keepLog buffers the final log of an attempt, written with the task's
-// next state change.
-func (a *attemptRunner) keepLog(task string, attempt int, lines []handler.Line) {
+// keepLog buffers the final log of an attempt and its end record, written
+// with the task's next state change.
+func (a *attemptRunner) keepLog(task string, lines []handler.Line, end AttemptRecord) {
 	uid := a.uid
 	a.led.later(func(tx *store.Tx) error {
 		// Even an attempt that printed nothing is on record (its end).
-		return finalLog(tx, uid, task, attempt, lines)
+		return finalLog(tx, uid, task, end.Number, lines, end)
 	})
 }
 

@@ -44,6 +44,10 @@ type control struct {
 	// requests; endListen ends that (listen).
 	listening atomic.Bool
 	endListen func()
+	// requested is set once a stop request was found in the store, and
+	// onRequest (Runner.StopRequested, may be nil) told of it.
+	requested atomic.Bool
+	onRequest func()
 
 	// Seen only by the walker's goroutine: how many times the store had
 	// been opened, and when a write last looked for edits (shared stores),
@@ -110,6 +114,9 @@ func (c *control) checkStop(tx *store.Tx) error {
 	if c.closeStop() && c.note != nil && !c.userStopped() {
 		// Seen in the store first: nobody else tells the operator.
 		c.note("stop requested: running tasks finish, no new task starts")
+	}
+	if !c.requested.Swap(true) && c.onRequest != nil {
+		c.onRequest()
 	}
 	if string(v) == stopKill && !c.killing.Swap(true) {
 		if c.note != nil {

@@ -30,7 +30,9 @@
 //   - the attempt runner (attempt.go) runs a task's attempts, with retries,
 //     delay and timeout, under its resource's lock and its limits' slots
 //     (reslock.go, over store.Locks), through its handler and transport
-//     (orch/handler).
+//     (orch/handler). A task's attempts are numbered over the plan's
+//     whole life, each run going on from the latest (attemptlog.go), and
+//     each attempt's end record keeps who ran it (actor, host, run).
 //   - the control watcher (control.go) sees what other commands asked of
 //     the run: a stop request, a kill, tasks skipped by a live edit.
 //

@@ -2,6 +2,7 @@ package orch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,7 +23,10 @@ import (
 // by the final log, masked with the outputs too.
 //
 //	log/UID/TASK/NNN/SSSSSSSS   a chunk of attempt NNN: lines "NANOS S TEXT\n"
-//	logend/UID/TASK/NNN         the attempt ended: its log is final
+//	logend/UID/TASK/NNN         the attempt ended: its log is final; who
+//	                            ran it (attemptlog.go)
+//
+// NNN counts the task's attempts over the plan's whole life (attemptlog.go).
 
 func logAttemptPrefix(uid, task string, attempt int) string {
 	return fmt.Sprintf("log/%s/%s/%03d/", uid, task, attempt)
@@ -90,8 +94,9 @@ func putLog(tx *store.Tx, uid, task string, attempt, seq int, lines []handler.Li
 	return seq, nil
 }
 
-// finalLog replaces whatever was streamed of an attempt by its final log.
-func finalLog(tx *store.Tx, uid, task string, attempt int, lines []handler.Line) error {
+// finalLog replaces whatever was streamed of an attempt by its final log,
+// and records the attempt's end with who ran it (end).
+func finalLog(tx *store.Tx, uid, task string, attempt int, lines []handler.Line, end AttemptRecord) error {
 	// Streamed chunks exist only if the attempt printed while it ran.
 	if tx.Has(store.Plans, logAttemptPrefix(uid, task, attempt)+fmt.Sprintf("%08x", 0)) {
 		if err := tx.DeletePrefix(store.Plans, logAttemptPrefix(uid, task, attempt)); err != nil {
@@ -101,7 +106,11 @@ func finalLog(tx *store.Tx, uid, task string, attempt int, lines []handler.Line)
 	if _, err := putLog(tx, uid, task, attempt, 0, lines); err != nil {
 		return err
 	}
-	return tx.Put(store.Plans, logEndKey(uid, task, attempt), nil)
+	v, err := encodeAttemptEnd(end)
+	if err != nil {
+		return err
+	}
+	return tx.Put(store.Plans, logEndKey(uid, task, attempt), v)
 }
 
 // TaskLog is the log of one attempt as stored.
@@ -110,6 +119,8 @@ type TaskLog struct {
 	Lines   []handler.Line
 	Ended   bool // the attempt ended: no more lines will come
 	Chunks  int  // chunks read, for following
+	// Record is who ran the attempt, once it Ended.
+	Record AttemptRecord
 }
 
 // Attempts lists the attempts of task that have a log, in order.
@@ -144,10 +155,20 @@ func Attempts(tx *store.Tx, uid, task string) ([]int, error) {
 
 // ReadLog returns attempt's log from chunk skip on.
 func ReadLog(tx *store.Tx, uid, task string, attempt, skip int) (*TaskLog, error) {
-	out := &TaskLog{Attempt: attempt, Ended: tx.Has(store.Plans, logEndKey(uid, task, attempt))}
+	out := &TaskLog{Attempt: attempt, Record: AttemptRecord{Number: attempt}}
+	end, err := tx.Get(store.Plans, logEndKey(uid, task, attempt))
+	switch {
+	case err == nil:
+		out.Ended = true
+		if out.Record, err = decodeAttemptEnd(logEndKey(uid, task, attempt), attempt, end); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
 	p := logAttemptPrefix(uid, task, attempt)
 	i := 0
-	err := tx.ForEach(store.Plans, p, func(k string, v []byte) error {
+	err = tx.ForEach(store.Plans, p, func(k string, v []byte) error {
 		defer func() { i++ }()
 		if i < skip {
 			return nil
@@ -188,11 +209,15 @@ type AttemptLog struct {
 	Running bool
 	// Log is the attempt's log; nil when the attempt has none (yet).
 	Log *TaskLog
+	// Attempts are the task's ended attempts over the plan's life, in the
+	// order of their numbers, with who ran each.
+	Attempts []AttemptRecord
 }
 
 // Logs reads the log of an attempt of task of plan uid (resolved by
-// ResolveTask), from chunk skip on: attempt (counted from 1), or the last
-// attempt that has a log when attempt is 0.
+// ResolveTask), from chunk skip on: attempt (counted from 1 over the
+// plan's life, see attemptlog.go), or the latest attempt that has a log
+// when attempt is 0.
 func Logs(tx *store.Tx, uid, task string, attempt, skip int) (*AttemptLog, error) {
 	st, err := TaskState(tx, uid, task)
 	if err != nil {
@@ -204,6 +229,10 @@ func Logs(tx *store.Tx, uid, task string, attempt, skip int) (*AttemptLog, error
 	if err != nil {
 		return nil, err
 	}
+	if out.Attempts, err = TaskAttemptRecords(tx, uid, task); err != nil {
+		return nil, err
+	}
+	// Numbered over the plan's life, the highest is the latest.
 	if attempt == 0 && len(list) > 0 {
 		attempt = list[len(list)-1]
 	}

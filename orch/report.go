@@ -42,6 +42,11 @@ type ReportTask struct {
 	// Logged is true for a task in ERROR one of whose attempts printed
 	// something: its log says more than its error line.
 	Logged bool
+	// Attempts are the ended attempts of the run that left State (its
+	// State.Attempts, numbered over the plan's life), with who ran each;
+	// empty for a task that has not run, or whose handler keeps no log
+	// (noop).
+	Attempts []AttemptRecord
 }
 
 // reportStatuses are the statuses a report counts, each with an entry in
@@ -67,10 +72,14 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 	for _, st := range reportStatuses {
 		s.Totals[st] = 0
 	}
+	recs, err := AttemptRecords(tx, rec.UID)
+	if err != nil {
+		return nil, err
+	}
 	var first, last time.Time
 	for _, n := range Ordered(rec.Plan) {
 		st := states[n.ID]
-		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What}
+		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What, Attempts: lastAttempts(st, recs[n.ID])}
 		if !st.Start.IsZero() && !st.End.IsZero() {
 			t.Duration = st.End.Sub(st.Start)
 		}
@@ -95,6 +104,20 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 		s.Wall = last.Sub(first)
 	}
 	return s, nil
+}
+
+// lastAttempts returns the attempts of list that the run which left st
+// made: those of the latest attempt's run, unless st says the task has
+// not run since (a task reset to PENDING).
+func lastAttempts(st State, list []AttemptRecord) []AttemptRecord {
+	if st.Attempts == 0 {
+		return []AttemptRecord{}
+	}
+	run := LastRun(list)
+	if len(run) > st.Attempts {
+		run = run[len(run)-st.Attempts:]
+	}
+	return run
 }
 
 // printed reports whether some attempt of task printed a line.

@@ -30,7 +30,7 @@ func TestReport(t *testing.T) {
 		if _, err := putLog(tx, uid, "b.run#0", 1, 0, []handler.Line{{At: t0, Stream: 'e', Text: "port in use"}}); err != nil {
 			return err
 		}
-		return finalLog(tx, uid, "c.run#0", 1, nil)
+		return finalLog(tx, uid, "c.run#0", 1, nil, AttemptRecord{Number: 1})
 	})
 	var s *ReportSummary
 	view(t, path, func(tx *store.Tx) error {

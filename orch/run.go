@@ -75,6 +75,13 @@ type Runner struct {
 	// base its tasks need from the store, once per digest, and runs it
 	// from (bases.Materialize); "" is bases.CacheDir of the environment.
 	CacheDir string
+	// Actor and Host say who runs the plan (actor.Of, actor.Host): each
+	// attempt's record keeps them (attemptlog.go).
+	Actor, Host string
+	// StopRequested, if set, is called once when the run finds a stop
+	// request for its plan in the store ("orch stop", from any machine),
+	// from whichever goroutine found it.
+	StopRequested func()
 
 	transports []*sshx.Transport // the run's SSH connections, if any node needs them (wireTransports)
 	local      *handler.Local    // the run's attempts on this machine (wireTransports)
@@ -171,6 +178,7 @@ type planStart struct {
 	hasProcs bool                   // the store holds records of the plan's attempts
 	edits    uint64                 // the plan's edit count (edit.go)
 	sent     map[string]any         // outputs earlier runs of the plan sent (resumedOutputs)
+	bases    map[string]int         // by task id: the number of its latest attempt in earlier runs (attemptBases)
 }
 
 // claimPlan claims the plan for this process and reads what its run
@@ -202,6 +210,11 @@ func (r *Runner) claimPlan(sdb *sharedDB, token string, locked bool) (*planStart
 func (r *Runner) loadPlan(tx *store.Tx, start *planStart) error {
 	var err error
 	if start.initial, err = States(tx, start.rec); err != nil {
+		return err
+	}
+	// Before Prepare resets them: a task a dead runner left INPROGRESS
+	// counts its unended attempt.
+	if start.bases, err = attemptBases(tx, r.UID, start.initial); err != nil {
 		return err
 	}
 	if r.Prepare != nil {
@@ -258,9 +271,10 @@ func (r *Runner) clearLeftovers(sdb *sharedDB, leftover map[string]procsRecord) 
 // resource locks and slots from locks.
 func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struct{}, kill context.CancelFunc, locks resLocker) *execution {
 	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
+	ctl.onRequest = r.StopRequested
 	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
 	led.sent = start.sent
-	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
+	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks, bases: start.bases, runID: newToken()[:8]}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }
 

@@ -7,13 +7,17 @@ import (
 	"github.com/solarops/solar/internal/invalid"
 )
 
-// Exit statuses (SPEC section 8). Only Main turns them into os.Exit.
+// Exit statuses, the one list of them (README "Exit statuses"). Only Main
+// turns them into os.Exit.
 const (
 	ExitOK      = 0
 	ExitError   = 1
 	ExitInvalid = 2
 	ExitFailed  = 3
 	ExitNothing = 4
+	// ExitStopped is a run stopped by "solar orch stop" (from any machine)
+	// or SIGTERM, with tasks left to run. 6 is kept for drift.
+	ExitStopped = 5
 	// ExitInterrupted is the shell's convention for a process stopped by
 	// SIGINT (128 + 2).
 	ExitInterrupted = 130
@@ -23,6 +27,7 @@ const (
 const ExitHelp = `
 Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was changed),
 3 a run in which some task ended in ERROR, 4 nothing to plan (no plan written),
+5 a run stopped by solar orch stop (from any machine) with tasks left to run,
 130 interrupted by Ctrl-C.`
 
 // UsageError is bad usage of a command: wrong arguments or flags.
@@ -63,6 +68,13 @@ type InterruptedError struct{}
 
 func (e *InterruptedError) Error() string { return "interrupted" }
 
+// StoppedError reports a run stopped by "solar orch stop" or SIGTERM
+// before every task ran (exit 5, which wins over 3: killed tasks end
+// ERROR); the hint to resume has already been printed.
+type StoppedError struct{}
+
+func (e *StoppedError) Error() string { return "stopped" }
+
 // ExitCode maps an error returned by a command to its exit status.
 func ExitCode(err error) int {
 	if err == nil {
@@ -75,6 +87,8 @@ func ExitCode(err error) int {
 		return ExitNothing
 	case errors.As(err, new(*InterruptedError)):
 		return ExitInterrupted
+	case errors.As(err, new(*StoppedError)):
+		return ExitStopped
 	case errors.Is(err, invalid.ErrInput):
 		// A domain sentinel made with invalid.New, a typed error that
 		// unwraps to one, or a UsageError.

@@ -74,6 +74,8 @@ func TestExitCodeOthers(t *testing.T) {
 		{"failed run", &app.FailedError{Msg: "1 task in ERROR"}, app.ExitFailed},
 		{"nothing to plan", &app.NothingError{Msg: "nothing staged"}, app.ExitNothing},
 		{"interrupted", fmt.Errorf("run: %w", &app.InterruptedError{}), app.ExitInterrupted},
+		{"stopped", fmt.Errorf("run: %w", &app.StoppedError{}), app.ExitStopped},
+		{"stopped is 5", &app.StoppedError{}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := app.ExitCode(tc.err); got != tc.want {

@@ -31,11 +31,14 @@ func NewCmdLogs(a *app.App, runF func(*LogsOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "logs UID|last TASK [--attempt N] [--follow]",
 		Short: "Print what a task's script printed: stdout and stderr, with times",
-		Long: `Print the log of one attempt of a task (the last one unless --attempt):
+		Long: `Print the log of one attempt of a task (the latest unless --attempt):
 stdout and stderr interleaved in the order they were read, one line each, with
 the time and the stream ("out", "err"). Secrets are masked. An attempt keeps
 the first and the last 512 KiB of what it printed and says how much it dropped
-between. Logs live with the plan in the store.
+between. Logs live with the plan in the store. Attempts are numbered over the
+plan's whole life: a retry, resume or restart goes on counting, so attempt 3
+may be the first of solar orch retry after two failed ones. --json lists every
+attempt of the task with who ran it (actor and host).
 
 --follow streams a running task's lines, from another terminal, until the
 attempt ends. TASK is a task id (keystone.run#0) or an action (keystone.run,
@@ -55,7 +58,7 @@ its first instance).` + "\n" + app.ExitHelp,
 			return logsRun(opts)
 		},
 	}
-	c.Flags().IntVar(&opts.Attempt, "attempt", 0, "attempt number, 1 for the first (default: the last)")
+	c.Flags().IntVar(&opts.Attempt, "attempt", 0, "attempt number, 1 for the task's first in the plan (default: the latest)")
 	c.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "stream new lines until the attempt ends")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	return c
@@ -115,12 +118,12 @@ func logsRun(opts *LogsOptions) error {
 		}
 		fmt.Fprintf(a.IO.Err, "task %s of plan %s printed nothing (or has not run)\n", task, uid)
 		if opts.JSON {
-			return app.JSON(w, logsJSON(uid, task, 0, nil))
+			return app.JSON(w, logsJSON(uid, task, nil, al.Attempts))
 		}
 		return nil
 	}
 	if opts.JSON {
-		return app.JSON(w, logsJSON(uid, task, lg.Attempt, lg.Lines))
+		return app.JSON(w, logsJSON(uid, task, lg, al.Attempts))
 	}
 	printLines(w, lg.Lines)
 	if len(lg.Lines) == 0 {
@@ -182,16 +185,45 @@ func printLines(w io.Writer, lines []handler.Line) {
 	}
 }
 
-func logsJSON(uid, task string, attempt int, lines []handler.Line) any {
+// attemptView is one attempt of a task in --json: its number over the
+// plan's life and who ran it.
+type attemptView struct {
+	Number int    `json:"number"`
+	Actor  string `json:"actor"`
+	Host   string `json:"host"`
+	Run    string `json:"run"`
+	Start  string `json:"start"`
+	End    string `json:"end"`
+}
+
+func attemptViews(recs []orch.AttemptRecord) []attemptView {
+	out := make([]attemptView, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, attemptView{Number: r.Number, Actor: r.Actor, Host: r.Host, Run: r.Run, Start: stamp(r.Start), End: stamp(r.End)})
+	}
+	return out
+}
+
+// logsJSON is the --json view of lg, the log shown (nil when the task
+// has none), and of every ended attempt of the task.
+func logsJSON(uid, task string, lg *orch.TaskLog, attempts []orch.AttemptRecord) any {
 	out := struct {
-		FormatVersion int           `json:"format_version"`
-		UID           string        `json:"uid"`
-		Task          string        `json:"task"`
-		Attempt       int           `json:"attempt"`
-		Lines         []logLineView `json:"lines"`
-	}{app.FormatVersion, uid, task, attempt, []logLineView{}}
-	for _, l := range lines {
-		out.Lines = append(out.Lines, logLineView{At: l.At.UTC().Format(time.RFC3339Nano), Stream: streamName(l.Stream), Text: l.Text})
+		FormatVersion int    `json:"format_version"`
+		UID           string `json:"uid"`
+		Task          string `json:"task"`
+		// Attempt is the number of the attempt whose lines follow, 0
+		// when none; Actor and Host ran it ("" until it ended).
+		Attempt  int           `json:"attempt"`
+		Actor    string        `json:"actor"`
+		Host     string        `json:"host"`
+		Lines    []logLineView `json:"lines"`
+		Attempts []attemptView `json:"attempts"`
+	}{FormatVersion: app.FormatVersion, UID: uid, Task: task, Lines: []logLineView{}, Attempts: attemptViews(attempts)}
+	if lg != nil {
+		out.Attempt, out.Actor, out.Host = lg.Attempt, lg.Record.Actor, lg.Record.Host
+		for _, l := range lg.Lines {
+			out.Lines = append(out.Lines, logLineView{At: l.At.UTC().Format(time.RFC3339Nano), Stream: streamName(l.Stream), Text: l.Text})
+		}
 	}
 	return out
 }

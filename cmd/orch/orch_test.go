@@ -287,7 +287,9 @@ const reportJSON = `{
       "reason": "",
       "start": "2026-11-22T09:59:00Z",
       "end": "2026-11-22T09:59:01.5Z",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     },
     {
       "id": "db.run#0",
@@ -299,7 +301,9 @@ const reportJSON = `{
       "reason": "",
       "start": "2026-11-22T09:59:02Z",
       "end": "2026-11-22T09:59:04Z",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     },
     {
       "id": "cache.run#0",
@@ -311,7 +315,9 @@ const reportJSON = `{
       "reason": "upstream failed: db.run#0",
       "start": "",
       "end": "",
-      "predicted": ""
+      "predicted": "",
+      "attempt_numbers": [],
+      "attempt_records": []
     }
   ],
   "stale": []

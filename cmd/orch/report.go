@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -53,6 +53,11 @@ type reportTask struct {
 	End        string  `json:"end"`
 	// Predicted is what the last orch check predicted; "" if none.
 	Predicted string `json:"predicted"`
+	// AttemptNumbers are the numbers, over the plan's life, of the
+	// Attempts attempts of the task's last run; AttemptRecords say who
+	// ran each.
+	AttemptNumbers []int         `json:"attempt_numbers"`
+	AttemptRecords []attemptView `json:"attempt_records"`
 }
 
 type reportView struct {
@@ -101,7 +106,8 @@ func newReportView(sum *orch.ReportSummary) reportView {
 	for _, t := range sum.Tasks {
 		st := t.State
 		v.Tasks = append(v.Tasks, reportTask{ID: t.ID, Status: string(st.Status), DurationMS: millis(t.Duration), Attempts: st.Attempts, Changed: st.Changed,
-			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted})
+			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted,
+			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts)})
 	}
 	return v
 }
@@ -124,10 +130,7 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		if t.Error != "" {
 			note = clip(oneLine(t.Error), 120)
 		}
-		att := ""
-		if t.Attempts > 0 {
-			att = fmt.Sprint(t.Attempts)
-		}
+		att := attemptsCell(t.Attempts, t.AttemptNumbers)
 		status := app.Paint(t.Status, a.ColorOut())
 		row := []string{t.ID, status, dur, att, note}
 		if sum.Checked {
@@ -170,6 +173,31 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		}
 	}
 	return nil
+}
+
+func attemptNumbers(recs []orch.AttemptRecord) []int {
+	out := make([]int, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.Number)
+	}
+	return out
+}
+
+// attemptsCell is the attempts column: how many attempts the last run
+// made and, when an earlier run made some too, their numbers over the
+// plan's life ("1 (#3)", "2 (#3-4)"), the ones orch logs --attempt takes.
+func attemptsCell(n int, numbers []int) string {
+	if n == 0 {
+		return ""
+	}
+	if len(numbers) == 0 || numbers[0] == 1 {
+		return fmt.Sprint(n)
+	}
+	first, last := numbers[0], numbers[len(numbers)-1]
+	if first == last {
+		return fmt.Sprintf("%d (#%d)", n, first)
+	}
+	return fmt.Sprintf("%d (#%d-%d)", n, first, last)
 }
 
 // clip shortens s to about width characters by cutting out its middle: an

@@ -17,6 +17,7 @@ import (
 
 	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
@@ -65,7 +66,9 @@ Progress goes to stderr, one line per task transition. Ctrl-C once stops
 starting tasks and waits for the running ones; twice kills them. The plan stays
 resumable: run-once (or resume) again finishes it without re-running finished
 tasks; a plan with every task finished runs nothing (restart runs it again).
-Exit status 3 when some task ended ERROR.` + "\n" + app.ExitHelp,
+solar orch stop (from any machine) stops a run the same way, and --kill kills
+its running tasks. Exit status 3 when some task ended ERROR; 5 when the run
+was stopped with tasks left to run (even if killed tasks ended ERROR).` + "\n" + app.ExitHelp,
 		Example: `  solar orch run-once last
   solar orch run-once last --concurrency 4 --per-node 2
   solar orch run-once last && solar orch report last`,
@@ -225,6 +228,7 @@ func runRun(opts *RunOptions) error {
 	in := interrupts(pr)
 	defer in.release()
 	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+		Actor: actor.Of(a.Getenv), Host: actor.Host(), StopRequested: in.requested,
 		LeaseTTL: ttl, Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)
@@ -249,6 +253,12 @@ func runRun(opts *RunOptions) error {
 			fmt.Fprintf(a.IO.Err, "interrupted; solar orch resume %s finishes the plan\n", uid)
 		}
 		return &app.InterruptedError{}
+	}
+	// Stopped with tasks left: not a success, and before "some task
+	// failed", since the tasks a kill ended are ERROR.
+	if in.stopped() && !orch.Done(states) {
+		fmt.Fprintf(a.IO.Err, "stopped; solar orch resume %s finishes the plan\n", uid)
+		return &app.StoppedError{}
 	}
 	if n := count(states, orch.StatusError); n > 0 {
 		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
@@ -288,8 +298,11 @@ type interrupt struct {
 	stop   <-chan struct{}
 	mu     sync.Mutex
 	sigint bool
-	cancel context.CancelFunc
-	sigs   chan os.Signal
+	// stopReq is true once the run was asked to stop by SIGTERM or by a
+	// request in the store (requested): "orch stop" from any machine.
+	stopReq bool
+	cancel  context.CancelFunc
+	sigs    chan os.Signal
 }
 
 // interrupts installs the handlers; release removes them.
@@ -301,11 +314,13 @@ func interrupts(pr *progress) *interrupt {
 	go func() {
 		stopping := false
 		for sig := range in.sigs {
+			in.mu.Lock()
 			if sig == os.Interrupt {
-				in.mu.Lock()
 				in.sigint = true
-				in.mu.Unlock()
+			} else {
+				in.stopReq = true
 			}
+			in.mu.Unlock()
 			switch {
 			case !stopping && sig == syscall.SIGTERM:
 				pr.note("stop requested: running tasks finish, no new task starts")
@@ -328,6 +343,21 @@ func interrupts(pr *progress) *interrupt {
 func (in *interrupt) release() {
 	signal.Stop(in.sigs)
 	in.cancel()
+}
+
+// requested is Runner.StopRequested: the run found a stop request in the
+// store.
+func (in *interrupt) requested() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.stopReq = true
+}
+
+// stopped reports whether the run was asked to stop other than by Ctrl-C.
+func (in *interrupt) stopped() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.stopReq
 }
 
 // typed reports whether the operator pressed Ctrl-C.

@@ -50,6 +50,7 @@ var postgresScripts = []string{
 	"orch_live_edits", "orch_two_plans", "composition", "connections", "stale_plans", "team_store",
 	"remote_resume", "review_stale", "review_pinned",
 	"no_dead_ends",
+	"orch_exit_stopped", "orch_attempts_life",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
