@@ -76,7 +76,9 @@ Every change is staged; "solar ch process" turns a chosen set of staged changes
 into an action graph and "solar orch run-once" runs it in parallel, safely.
 
 The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
-(~/.local/state/solar/solar.db).` + "\n" + app.ExitHelp,
+(~/.local/state/solar/solar.db), or a PostgreSQL URL that a team shares
+(postgres://USER@HOST/DB?schema=NAME). A write that makes a new store says
+"created a new store at ..." on stderr.` + "\n" + app.ExitHelp,
 		Example: `  solar resource create node1 testdata/resources/node ip=10.0.0.1 --tags env1
   solar resource create db testdata/resources/mariadb dir=/tmp/solar root_password=s3cret --tags env1
   solar connect node1 db
@@ -93,7 +95,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 	// without --verbose, -v is refused (flagError) rather than printing
 	// the version and exiting 0 without running anything.
 	root.Flags().Bool("version", false, "print solar's version and exit (the same as solar version)")
-	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "path of the store file (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
+	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "the store: a file path or a PostgreSQL URL postgres://... (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpCommand(newCmdHelp())
 	root.AddCommand(

@@ -49,6 +49,7 @@ var postgresScripts = []string{
 	"spec_session", "ch_staging", "ch_process", "orch_run", "orch_crash", "orch_control",
 	"orch_live_edits", "orch_two_plans", "composition", "connections", "stale_plans", "team_store",
 	"remote_resume", "review_stale", "review_pinned",
+	"store_new_notice",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
