@@ -76,7 +76,9 @@ Every change is staged; "solar ch process" turns a chosen set of staged changes
 into an action graph and "solar orch run-once" runs it in parallel, safely.
 
 The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
-(~/.local/state/solar/solar.db).` + "\n" + app.ExitHelp,
+(~/.local/state/solar/solar.db), or a PostgreSQL URL that a team shares
+(postgres://USER@HOST/DB?schema=NAME). A write that makes a new store says
+"created a new store at ..." on stderr.` + "\n" + app.ExitHelp,
 		Example: `  solar resource create node1 testdata/resources/node ip=10.0.0.1 --tags env1
   solar resource create db testdata/resources/mariadb dir=/tmp/solar root_password=s3cret --tags env1
   solar connect node1 db
@@ -88,7 +90,12 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 	}
 	// --version prints what "solar version" prints.
 	root.SetVersionTemplate("solar {{.Version}}\n")
-	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "path of the store file (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
+	// Declared here so that cobra does not give it the shorthand -v, which
+	// operators type from Ansible habit meaning "verbose": on a command
+	// without --verbose, -v is refused (flagError) rather than printing
+	// the version and exiting 0 without running anything.
+	root.Flags().Bool("version", false, "print solar's version and exit (the same as solar version)")
+	root.PersistentFlags().StringVar(&a.DBFlag, "db", "", "the store: a file path or a PostgreSQL URL postgres://... (default $SOLAR_DB or ~/.local/state/solar/solar.db)")
 	root.SetFlagErrorFunc(flagError)
 	root.SetHelpCommand(newCmdHelp())
 	root.AddCommand(
@@ -205,7 +212,23 @@ func flagError(c *cobra.Command, err error) error {
 	if errors.As(err, &ive) {
 		err = fmt.Errorf("invalid value %q for %s: %s", ive.GetValue(), flagName(ive.GetFlag()), invalidBecause(ive.Unwrap()))
 	}
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag: 'v'") {
+		return &app.UsageError{Cmd: c.CommandPath(), Err: fmt.Errorf("unknown flag -v: -v means --verbose, which only %s take, after the command; solar's version is --version", quoteOr(verboseCommands(c.Root())))}
+	}
 	return &app.UsageError{Cmd: c.CommandPath(), Err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+}
+
+// verboseCommands names the commands that take -v (--verbose), for the
+// refusal of -v anywhere else.
+func verboseCommands(c *cobra.Command) []string {
+	var names []string
+	if f := c.LocalFlags().ShorthandLookup("v"); f != nil && f.Name == "verbose" {
+		names = append(names, c.CommandPath())
+	}
+	for _, sub := range c.Commands() {
+		names = append(names, verboseCommands(sub)...)
+	}
+	return names
 }
 
 func flagName(f *pflag.Flag) string {

@@ -195,28 +195,36 @@ func (m Meta) Over(o Meta) Meta {
 
 var semaRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+:[1-9][0-9]*$`)
 
-// SetMeta parses one "key=value" metaparameter into m.
+// SetMeta parses one "key=value" metaparameter into m. A list-valued key
+// (IsListMeta: sema) appends its comma-separated items to what m has, so it
+// may be given again; a scalar key (retry, delay, timeout) already set in m
+// is refused, naming it, rather than one value silently winning.
 func (m *Meta) SetMeta(key, value string) error {
 	switch key {
 	case "retry":
+		if m.Retry != nil {
+			return metaTwice(key)
+		}
 		var n int
 		if _, err := fmt.Sscanf(value, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != value {
 			return invalidf("meta retry=%q: want a whole number ≥ 0", value)
 		}
 		m.Retry = &n
 	case "delay", "timeout":
+		field := &m.Delay
+		if key == "timeout" {
+			field = &m.Timeout
+		}
+		if *field != nil {
+			return metaTwice(key)
+		}
 		d, err := time.ParseDuration(value)
 		if err != nil || d < 0 {
 			return invalidf("meta %s=%q: want a duration such as 1s or 2m", key, value)
 		}
 		dd := Duration(d)
-		if key == "delay" {
-			m.Delay = &dd
-		} else {
-			m.Timeout = &dd
-		}
+		*field = &dd
 	case "sema":
-		m.Sema = nil
 		for _, s := range strings.Split(value, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				m.Sema = append(m.Sema, s)
@@ -226,6 +234,16 @@ func (m *Meta) SetMeta(key, value string) error {
 		return invalidf("unknown metaparameter %q (want retry, delay, timeout or sema)", key)
 	}
 	return m.validate()
+}
+
+// IsListMeta reports whether the metaparameter key holds a list, to which
+// SetMeta appends, rather than one value.
+func IsListMeta(key string) bool {
+	return key == "sema"
+}
+
+func metaTwice(key string) error {
+	return invalidf("meta %s given twice: it takes one value (only sema may be repeated)", key)
 }
 
 func (m Meta) validate() error {

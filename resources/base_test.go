@@ -281,6 +281,25 @@ func TestMetaSetMetaAndOver(t *testing.T) {
 		})
 	}
 
+	// A list key appends when given again; a scalar key is set once.
+	var m Meta
+	for _, kv := range [][2]string{{"sema", "db:1"}, {"sema", "web:2"}, {"retry", "1"}} {
+		if err := m.SetMeta(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if raw, _ := json.Marshal(m); string(raw) != `{"retry":1,"sema":["db:1","web:2"]}` {
+		t.Errorf("sema twice = %s, want both items", raw)
+	}
+	for _, key := range []string{"retry", "delay", "timeout"} {
+		m := Meta{}
+		val := map[string]string{"retry": "1", "delay": "1s", "timeout": "2s"}[key]
+		if err := m.SetMeta(key, val); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, m.SetMeta(key, val), ErrInvalid, "meta "+key+" given twice")
+	}
+
 	two, five := 2, 5
 	sec := Duration(time.Second)
 	base := Meta{Retry: &two, Delay: &sec, Sema: []string{"db:1"}}

@@ -21,7 +21,10 @@
 // transaction that records the task's status: the entry moves to history and
 // the committed state follows; whatever changed while the task ran is staged
 // afresh, so nothing is forgotten. Discard undoes a staged change, Revert
-// stages the inverse of a committed one.
+// stages the inverse of a committed one. A resource that leaves the store
+// (its remove committed, or its first run discarded) takes its rules,
+// connections and the host key trusted for it (package nodes' record) with
+// it; reverting the removal brings the node back untrusted.
 //
 // Upgrade stages what a new base changed (files as Change.File lines, the
 // base itself under BaseKey, then the inputs): the file lines are against the

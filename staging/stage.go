@@ -536,7 +536,7 @@ func (s *Stager) remove(name string) (*Entry, error) {
 }
 
 // deleteResource deletes a resource with its staged entries, rules,
-// committed state and connections, then restages the resources it fed:
+// committed state, connections and trusted host key, then restages the resources it fed:
 // their connected inputs fall back to their own values.
 func (s *Stager) deleteResource(name, cause string) error {
 	rcvs, err := s.cat.Receivers(name)
@@ -558,6 +558,13 @@ func (s *Stager) deleteResource(name, cause string) error {
 		return err
 	}
 	if err := s.tx.Delete(store.Committed, name); err != nil {
+		return err
+	}
+	// The host key trusted for a node goes with it: left behind, it would
+	// be trusted for whatever machine a later node of that name is. The
+	// record is package nodes', which imports this one, so it is deleted
+	// here, where every removal ends.
+	if err := s.tx.Delete(store.HostKeys, name); err != nil {
 		return err
 	}
 	if err := s.cat.Delete(name); err != nil {

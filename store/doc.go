@@ -21,4 +21,7 @@
 //     kv.Locks for what each shares). A long-lived process is given a
 //     Handle, which opens the store and its locks and says whether others
 //     write beside it (Shared), so that it never asks which backend it has.
+//   - DB.Created says whether Open made the store (for the caller to tell
+//     the user); DB.Exposed gives the mode of a bbolt file others may read
+//     that Open could not make private (for the caller to warn about).
 package store

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,8 @@ type DB struct {
 	be       kv.Backend
 	location string // fit to print
 	kind     string
+	created  bool
+	exposed  fs.FileMode
 }
 
 // Options tune Open.
@@ -145,7 +148,7 @@ func Open(location string, opts Options) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &DB{be: p, location: p.Location(), kind: "postgresql"}, nil
+		return &DB{be: p, location: p.Location(), kind: "postgresql", created: p.Created()}, nil
 	}
 	b, err := bolt.Open(location, bolt.Options{
 		Buckets: Buckets, Meta: meta, Version: SchemaVersion, Upgrade: upgrade,
@@ -154,8 +157,20 @@ func Open(location string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{be: b, location: location, kind: "bbolt"}, nil
+	return &DB{be: b, location: location, kind: "bbolt", created: b.Created(), exposed: b.Exposed()}, nil
 }
+
+// Created reports whether Open made a new store (a bbolt file that was
+// missing or empty, a PostgreSQL schema without solar's tables): a user
+// who mistyped a location learns it from the first write, not later from
+// a store that seems to have lost everything.
+func (db *DB) Created() bool { return db.created }
+
+// Exposed is the permission mode of a bbolt store file that others may
+// read or write and that Open could not make private because the file is
+// not this user's (or its file system is read-only); 0 when it is private
+// and always for PostgreSQL. A store holds secrets: the caller warns.
+func (db *DB) Exposed() fs.FileMode { return db.exposed }
 
 // Kind names the backend: "bbolt" or "postgresql".
 func (db *DB) Kind() string { return db.kind }

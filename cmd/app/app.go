@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -138,9 +139,23 @@ func (a *App) OpenAt(p string, readOnly, given bool) (*store.DB, error) {
 		return nil, Usagef("no store at %s: nothing has been created there yet (check --db or $SOLAR_DB)", store.Redact(p))
 	}
 	if err == nil {
+		a.noteStore(db, p)
 		a.warnMissingBases(db)
 	}
 	return db, err
+}
+
+// noteStore tells the user, on stderr, what opening the store did that
+// they may not expect: it made a new store (a mistyped path or ?schema=
+// would otherwise look like a store that lost everything), or it found a
+// store file others can read that is not theirs to make private.
+func (a *App) noteStore(db *store.DB, location string) {
+	if db.Created() {
+		fmt.Fprintf(a.IO.Err, "created a new store at %s\n", Escape(store.Redact(location)))
+	}
+	if m := db.Exposed(); m != 0 {
+		fmt.Fprintf(a.IO.Err, "solar: warning: store %s has mode %04o: others can read its secrets and it is not yours to tighten; ask its owner to run chmod 600 on it\n", Escape(store.Redact(location)), m)
+	}
 }
 
 // lockWait is how long to wait for another solar process: LockWait, else

@@ -43,7 +43,7 @@ all or nothing. Ids in the file are used as written; each resource also gets
 the tag composition=NAME.` + "\n" + app.ExitHelp,
 		Example: `  solar resource create node1 testdata/resources/node ip=10.0.0.1 --tags env1
   solar resource create db testdata/resources/mariadb '{"dir": "/tmp/solar", "root_password": "s3cret"}' --tags env1,role=db
-  solar resource create web testdata/resources/haproxy dir=/tmp/solar --meta retry=2 --meta timeout=30s
+  solar resource create web testdata/resources/haproxy dir=/tmp/solar --meta retry=2,timeout=30s --meta sema=web:1,sema=disk:2
   SOLAR_DEMO_DIR=/tmp/demo solar resource create openstack testdata/examples/openstack/composition.yaml`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -57,19 +57,33 @@ the tag composition=NAME.` + "\n" + app.ExitHelp,
 	// Split by hand, not as CSV: pflag's CSV reader ends a value at a line
 	// break and silently drops the rest ("k=a\nb" lost b).
 	c.Flags().StringArrayVarP(&opts.Tags, "tags", "t", nil, "tags k=v or bare labels, comma separated (repeatable)")
-	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameter override retry=N, delay=D, timeout=D or sema=name:N (repeatable)")
+	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, comma separated (repeatable; sema adds to the list)")
 	return c
 }
 
+// parseMeta reads --meta values: each holds comma-separated key=value
+// pairs, like --tags ("retry=3,delay=200ms"), and --meta may be repeated.
+// A sema value is one NAME:COUNT, so a piece without "=" right after a
+// sema pair continues it: "sema=db:1,web:2" stays the list it always was.
+// Splitting is by hand, not as CSV, for the reason --tags gives.
 func parseMeta(items []string) (resources.Meta, error) {
 	var m resources.Meta
 	for _, it := range items {
-		k, v, ok := strings.Cut(it, "=")
-		if !ok {
-			return m, fmt.Errorf("%w: --meta %q: want key=value", resources.ErrInvalid, it)
-		}
-		if err := m.SetMeta(k, v); err != nil {
-			return m, err
+		list := ""
+		for _, piece := range strings.Split(it, ",") {
+			k, v, ok := strings.Cut(piece, "=")
+			if !ok && list != "" && strings.TrimSpace(piece) != "" {
+				k, v = list, piece
+			} else if !ok {
+				return m, fmt.Errorf("%w: --meta %q: want key=value pairs separated by commas", resources.ErrInvalid, it)
+			}
+			list = ""
+			if resources.IsListMeta(k) {
+				list = k
+			}
+			if err := m.SetMeta(k, v); err != nil {
+				return m, err
+			}
 		}
 	}
 	return m, nil

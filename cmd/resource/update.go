@@ -31,7 +31,7 @@ stages update with the diff. Resources downstream whose effective inputs change
 are staged too. An input that follows a connection cannot be written.` + "\n" + app.ExitHelp,
 		Example: `  solar resource update mariadb port=3307
   solar resource update keystone '{"port": 5001, "admin_port": 35358}'
-  solar resource update mariadb --meta retry=3`,
+  solar resource update mariadb --meta retry=3,delay=200ms`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name, opts.Values = args[0], args[1:]
@@ -44,7 +44,7 @@ are staged too. An input that follows a connection cannot be written.` + "\n" + 
 			return updateRun(opts)
 		},
 	}
-	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameter override retry=N, delay=D, timeout=D or sema=name:N (repeatable)")
+	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, comma separated (repeatable; sema adds to the list)")
 	return c
 }
 

@@ -51,6 +51,7 @@ var postgresScripts = []string{
 	"remote_resume", "review_stale", "review_pinned",
 	"no_dead_ends",
 	"orch_exit_stopped", "orch_attempts_life",
+	"store_new_notice",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database

@@ -84,7 +84,7 @@ staged_tags  2
 `},
 		{Name: "export", Run: func() error { return exportRun(&ExportOptions{App: a}) }, Out: exported},
 		{Name: "copy", Run: func() error { return copyRun(&CopyOptions{App: a, From: e.DB, To: to}) },
-			Out: "copied 6 keys from $DB (bbolt) to $TO (bbolt)\n"},
+			Out: "copied 6 keys from $DB (bbolt) to $TO (bbolt)\n", Err: "created a new store at $TO\n"},
 		{Name: "copy onto a store", Run: func() error { return copyRun(&CopyOptions{App: a, From: e.DB, To: to}) }, WantErr: store.ErrNotEmpty},
 	})
 }

@@ -57,6 +57,11 @@ type Store struct {
 	opts Options
 	jr   *journal // nil unless Options.Journal
 	from int      // the schema version found when older than Options.Version, until upgraded
+	// created is set when this Open wrote the first records of the file.
+	created bool
+	// exposed holds the mode of a file others may read that Open could
+	// not tighten; 0 when the file is private.
+	exposed fs.FileMode
 }
 
 // Open opens (creating if needed, mode 0600) the store at path. With
@@ -89,9 +94,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s = &Store{db: b, path: path, opts: opts}
-	if !opts.ReadOnly {
-		tighten(path)
-	}
+	s.exposed = tighten(path)
 	err = s.init()
 	if err == nil {
 		err = s.openJournal()
@@ -120,13 +123,29 @@ func Open(path string, opts Options) (s *Store, err error) {
 	return s, nil
 }
 
-// tighten makes an existing store private: it holds secrets. A file of
-// another user, or one on a read-only file system, is left as it is.
-func tighten(path string) {
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		_ = os.Chmod(path, st.Mode().Perm()&0o700)
+// tighten makes an existing store private: it holds secrets. Readers do it
+// too: a file left 0644 by hand is exposed whoever opens it next. A file
+// of another user, or one on a read-only file system, is left as it is,
+// and its mode returned for the caller to warn about; 0 means private.
+func tighten(path string) fs.FileMode {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return 0
 	}
+	if os.Chmod(path, st.Mode().Perm()&0o700) != nil {
+		return st.Mode().Perm()
+	}
+	return 0
 }
+
+// Created reports whether this Open made the store: the file was missing
+// or empty, and now holds a store of Options.Version.
+func (s *Store) Created() bool { return s.created }
+
+// Exposed is the permission mode of a store file that others may read or
+// write and that Open could not make private (another user's file, a
+// read-only file system); 0 when the file is private.
+func (s *Store) Exposed() fs.FileMode { return s.exposed }
 
 // openBolt opens the file, first without waiting. While it waits for
 // another process, it holds a shared lock on a marker file, so a long
@@ -211,6 +230,7 @@ func (s *Store) init() error {
 		m := tx.Bucket([]byte(s.opts.Meta))
 		v := m.Get([]byte("schema_version"))
 		if v == nil {
+			s.created = true
 			return m.Put([]byte("schema_version"), []byte(strconv.Itoa(s.opts.Version)))
 		}
 		return s.checkVersion(v)

@@ -4,4 +4,9 @@
 // makes each of its commits one fdatasync of an append-only file instead of
 // bbolt's two. Its runs' resource locks are bytes of a lock file beside it
 // (locks.go, kv.Locks).
+//
+// The file holds secrets: it is made 0600, and every Open, a read-only one
+// too, takes away what others may do with an existing file. A file it
+// cannot change (another user's, a read-only file system) is left as it
+// is and reported by Store.Exposed for the caller to warn about.
 package bolt

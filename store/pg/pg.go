@@ -105,6 +105,8 @@ type Store struct {
 	locks   *Locks
 	// connected is set once a connection succeeded (see acquire).
 	connected atomic.Bool
+	// created is set when this Open created the store's tables (setup).
+	created bool
 }
 
 // Open opens the store at rawURL (postgres:// or postgresql://, anything
@@ -122,6 +124,11 @@ func Open(rawURL string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Created reports whether this Open created the store: its schema had no
+// solar tables before. Of two processes opening a new schema at once,
+// exactly one sees true.
+func (s *Store) Created() bool { return s.created }
 
 // connect makes the pool of a parsed Store and readies the store.
 func (s *Store) connect() error {
@@ -398,6 +405,8 @@ func (s *Store) setup(ctx context.Context) error {
 	if err := tx.Commit(ctx); err != nil {
 		return s.fail("open", err)
 	}
+	// Under the layout lock only one of two first uses finds no tables.
+	s.created = !exists
 	if upgrade {
 		return s.upgrade()
 	}
