@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/solarops/solar/store"
 )
 
 // docMarker put on the line before a fenced block of README.md or docs/*.md
@@ -130,6 +132,16 @@ func newDocRun(t *testing.T, repo string) *docRun {
 		"SOLAR_CACHE_DIR=" + filepath.Join(root, "cache"),
 		"SOLAR_ACTOR=alice@laptop",
 		"NO_COLOR=1", "TZ=UTC", "LC_ALL=C",
+	}
+	// A fresh store, made before the first block: a document shows a
+	// session in a store its reader already has, not the notice a new one
+	// prints.
+	db, err := store.Open(filepath.Join(root, "solar.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 	return d
 }
