@@ -22,12 +22,20 @@ import (
 //     next), each followed by what the command prints, stdout and stderr
 //     as a terminal shows them; a line "..." stands for any lines;
 //   - a script: anything else, run by "sh -e", which must exit 0.
+//
+// A line "<!-- doccheck: SHELL -->" outside a block is a script of its
+// own, run where it stands: the state a block assumes without showing it
+// (resources an example names, say).
 const docMarker = "<!-- doccheck -->"
+
+// docSetup is the start of a setup line; "-->" ends it.
+const docSetup = "<!-- doccheck:"
 
 // docBlock is one marked fenced block of a document.
 type docBlock struct {
 	line  int // of its first line in the document, for messages
 	lines []string
+	setup bool // a docSetup line: a script, whatever it looks like
 }
 
 // docCommand is one "$ COMMAND" of a session and the lines shown under it.
@@ -92,6 +100,10 @@ func markedBlocks(doc string) []docBlock {
 			inFence = true
 		case cur != nil:
 			cur.lines = append(cur.lines, line)
+		case !inFence && strings.HasPrefix(strings.TrimSpace(line), docSetup):
+			body := strings.TrimPrefix(strings.TrimSpace(line), docSetup)
+			blocks = append(blocks, docBlock{line: i + 1, setup: true,
+				lines: []string{strings.TrimSpace(strings.TrimSuffix(body, "-->"))}})
 		}
 		marked = !inFence && strings.TrimSpace(line) == docMarker
 	}
@@ -156,7 +168,10 @@ func (d *docRun) block(t *testing.T, doc string, b docBlock) {
 		d.writeFile(t, path, b.lines)
 		return
 	}
-	cmds := sessionCommands(b)
+	var cmds []docCommand
+	if !b.setup {
+		cmds = sessionCommands(b)
+	}
 	if len(cmds) == 0 {
 		out, err := d.run(strings.Join(b.lines, "\n"), "-e")
 		if err != nil {
@@ -276,14 +291,14 @@ func linesMatch(want, got []string) bool {
 // TestDocsHarness pins the parts of TestDocs that decide what a document
 // says: which blocks are marked, how commands split, and what matches.
 func TestDocsHarness(t *testing.T) {
-	doc := "```\n$ z\n```\nx\n" + docMarker + "\n```\n$ a \\\n  b\nout\n...\n$ c\n```\n```\n$ d\n```\n"
+	doc := "```\n$ z\n<!-- doccheck: no -->\n```\n<!-- doccheck: $ solar x -->\nx\n" + docMarker + "\n```\n$ a \\\n  b\nout\n...\n$ c\n```\n```\n$ d\n```\n"
 	blocks := markedBlocks(doc)
-	if len(blocks) != 1 {
-		t.Fatalf("%d marked blocks, want 1", len(blocks))
+	if len(blocks) != 2 || !blocks[0].setup || blocks[0].lines[0] != "$ solar x" || blocks[1].setup {
+		t.Fatalf("marked blocks: %+v", blocks)
 	}
-	cmds := sessionCommands(blocks[0])
+	cmds := sessionCommands(blocks[1])
 	if len(cmds) != 2 || cmds[0].cmd != "a \\\n  b" || fmt.Sprint(cmds[0].want) != "[out ...]" ||
-		cmds[1].cmd != "c" || len(cmds[1].want) != 0 || cmds[1].line != 11 {
+		cmds[1].cmd != "c" || len(cmds[1].want) != 0 || cmds[1].line != 13 {
 		t.Errorf("commands: %+v", cmds)
 	}
 	for _, tc := range []struct {
