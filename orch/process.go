@@ -18,21 +18,26 @@ type ProcessResult struct {
 	Record *Record // nil when nothing was staged for the selection
 	// Superseded lists the older plans whose pending tasks were skipped.
 	Superseded []string
+	// StagedBy lists the keys of the planned entries by who last staged
+	// them ("" for entries staged before actors), in staging order, so
+	// that a command can say whose edits it took.
+	StagedBy map[string][]string
 }
 
 // Process turns the staged entries selected by exprs (all when none; the
 // union of several) into a plan and stores it. An entry still pending in an
 // unfinished plan is refused with ErrPending, naming the plan, unless
-// supersede is set.
-func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time) (*ProcessResult, error) {
+// supersede is set. by is the actor who processes (Record.ProcessedBy).
+func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time, by string) (*ProcessResult, error) {
 	ents, err := selectEntries(tx, exprs)
 	if err != nil || len(ents) == 0 {
 		return &ProcessResult{}, err
 	}
-	out := &ProcessResult{}
+	out := &ProcessResult{StagedBy: map[string][]string{}}
 	keys := make([]string, len(ents))
 	for i, e := range ents {
 		keys[i] = e.Key
+		out.StagedBy[e.StagedBy] = append(out.StagedBy[e.StagedBy], e.Key)
 	}
 	pending, err := Pending(tx)
 	if err != nil {
@@ -75,7 +80,7 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 	if err != nil {
 		return nil, err
 	}
-	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p}
+	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p, ProcessedBy: by}
 	if err := Save(tx, out.Record); err != nil {
 		return nil, err
 	}

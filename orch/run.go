@@ -74,6 +74,10 @@ type Runner struct {
 	// base its tasks need from the store, once per digest, and runs it
 	// from (bases.Materialize); "" is bases.CacheDir of the environment.
 	CacheDir string
+	// Actor is who runs (internal/actor; the run commands set it): the
+	// history entries the run commits carry it as ran_by. Host is the
+	// runner's host, as ran_on; "" is this machine's name.
+	Actor, Host string
 
 	transports []*sshx.Transport // the run's SSH connections, if any node needs them (wireTransports)
 	local      *handler.Local    // the run's attempts on this machine (wireTransports)
@@ -259,6 +263,7 @@ func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struc
 	ctl := newControl(sdb, start.rec, r.Note, stop, kill, start.edits)
 	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
 	led.sent = start.sent
+	led.actor, led.host = r.Actor, r.runHost()
 	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }

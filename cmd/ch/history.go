@@ -134,7 +134,7 @@ func revertRun(opts *RevertOptions) error {
 	var ents []*staging.Entry
 	err := opts.App.Update(func(tx *store.Tx) error {
 		var err error
-		ents, err = staging.New(resources.NewCatalog(tx), opts.App.Now).Revert(opts.UID)
+		ents, err = staging.New(resources.NewCatalog(tx), opts.App.Now).By(opts.App.Actor()).Revert(opts.UID)
 		return err
 	})
 	if err != nil {

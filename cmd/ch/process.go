@@ -76,9 +76,10 @@ func processRun(opts *ProcessOptions) error {
 		exprs = append(exprs, e)
 	}
 	var res *orch.ProcessResult
+	me := opts.App.Actor()
 	err := opts.App.Update(func(tx *store.Tx) error {
 		var err error
-		if res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now()); err != nil {
+		if res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now(), me); err != nil {
 			return err
 		}
 		if res.Record == nil {
@@ -102,6 +103,9 @@ func processRun(opts *ProcessOptions) error {
 	}
 	for _, uid := range superseded {
 		fmt.Fprintf(w, "superseded entries of plan %s\n", uid)
+	}
+	for _, line := range othersNotes(res.StagedBy, me) {
+		fmt.Fprintln(w, line)
 	}
 	staged := 0
 	for _, n := range rec.Plan.Nodes {

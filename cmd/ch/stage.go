@@ -197,7 +197,7 @@ func stageActionRun(opts *StageOptions) error {
 				return fmt.Errorf("%w: no resource matches %q (see solar resource list)", resources.ErrNotFound, strings.Join(opts.Tags, " | "))
 			}
 		}
-		st := staging.New(cat, opts.App.Now)
+		st := staging.New(cat, opts.App.Now).By(opts.App.Actor())
 		for _, n := range names {
 			var (
 				e   *staging.Entry

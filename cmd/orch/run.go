@@ -17,6 +17,7 @@ import (
 
 	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
+	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
@@ -224,7 +225,7 @@ func runRun(opts *RunOptions) error {
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
+	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task, Actor: a.Actor(), Host: actor.Host(),
 		LeaseTTL: ttl, Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)

@@ -157,7 +157,7 @@ func (e *Env) Create(t testing.TB, name, dir string, values ...string) {
 		if _, err := cat.Create(resources.CreateSpec{Name: name, Base: base, Values: vals}, false); err != nil {
 			return err
 		}
-		_, err := staging.New(cat, e.App.Now).Touch("create", name)
+		_, err := staging.New(cat, e.App.Now).By(e.App.Actor()).Touch("create", name)
 		return err
 	})
 	if err != nil {
