@@ -157,7 +157,8 @@ func TestRun(t *testing.T) {
 		out, err string
 		wantErr  error
 	}{
-		{name: "report", run: func(e *apptest.Env) error { return reportRun(&ReportOptions{App: e.App, Ref: "last"}) }, out: `TASK         STATUS   DURATION  ATTEMPTS  ERROR OR REASON
+		{name: "report", run: func(e *apptest.Env) error { return reportRun(&ReportOptions{App: e.App, Ref: "last"}) }, out: `plan ` + uid + `, processed by -
+TASK         STATUS   DURATION  ATTEMPTS  ERROR OR REASON
 web.run#0    SUCCESS  1.5s      1
 db.run#0     ERROR    2s        2         exit status 1: mysqld: cannot bind port 3306
 cache.run#0  SKIPPED                      upstream failed: db.run#0
@@ -314,6 +315,7 @@ const reportJSON = `{
       "predicted": ""
     }
   ],
-  "stale": []
+  "stale": [],
+  "processed_by": ""
 }
 `
