@@ -43,6 +43,10 @@ Entries stay staged until their task succeeds. An entry already pending in an
 unfinished plan is refused, naming that plan, unless --supersede, which skips
 the old plan's task for it (reason "superseded").
 
+The plan records who processed it ($SOLAR_ACTOR, else user@host; orch list
+shows it). Entries staged by someone else are taken too, with a note on
+stderr per actor: "note: 3 entries staged by alice@laptop (a.update, ...)".
+
 When nothing is staged for the selection, it says so on stderr, writes no plan
 and exits 4, so that "solar ch process && solar orch run-once last" never runs
 an older plan.` + "\n" + app.ExitHelp,

@@ -36,7 +36,9 @@ with the entries they caused), with -d their diffs:
   + key: value          added
   ~ key: old >> new     changed
   - key: value          removed
-Sensitive values are masked.
+Sensitive values are masked. Each entry shows who staged it last
+($SOLAR_ACTOR, else user@host; "-" for entries staged before solar recorded
+it; --json: staged_by).
 
 With -a ACTION: stage that action (any action the base defines: restart,
 reload...) for the resource -n NAME or every resource matching -t, even when
