@@ -190,8 +190,8 @@ db.run#0   -> cache.run#0  after
 	n0 -->|changed| n1
 	n1 -.-> n2
 `},
-		{name: "list", run: func(e *apptest.Env) error { return listRun(&ListOptions{App: e.App}) }, out: `UID                   TASKS  STATE     COUNTS                       SELECTION
-` + uid + `  3      finished  success=1 skipped=1 error=1  -t role=web
+		{name: "list", run: func(e *apptest.Env) error { return listRun(&ListOptions{App: e.App}) }, out: `UID                   TASKS  STATE     COUNTS                       PROCESSED BY  SELECTION
+` + uid + `  3      finished  success=1 skipped=1 error=1  -             -t role=web
 `},
 		{name: "logs of a task that printed nothing", run: func(e *apptest.Env) error { return logsRun(&LogsOptions{App: e.App, Ref: "last", Task: "db.run"}) },
 			err: "task db.run#0 of plan " + uid + " printed nothing (or has not run)\n"},

@@ -115,8 +115,8 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // totals line, and where to read the logs of the tasks that failed.
 func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	w := a.IO.Out
-	fmt.Fprintf(w, "plan %s, processed by %s\n", v.UID, app.Escape(app.ActorOrDash(v.ProcessedBy)))
 	printStale(w, v.UID, sum.Stale)
+	fmt.Fprintf(w, "plan %s, processed by %s\n", v.UID, app.Escape(app.ActorOrDash(v.ProcessedBy)))
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""
