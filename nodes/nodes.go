@@ -66,6 +66,9 @@ type Trusted struct {
 	Fingerprint string    `json:"fingerprint"` // "SHA256:..."
 	Address     string    `json:"address"`     // where the key was seen
 	At          time.Time `json:"at"`
+	// By is the actor (internal/actor) who trusted the key, at At; "" in
+	// records written before actors.
+	By string `json:"by,omitempty"`
 }
 
 // Get reads the node named name. It fails with resources.ErrNotFound for an

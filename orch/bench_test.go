@@ -294,7 +294,7 @@ func benchProcess(b *testing.B, path string, n int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		err := db.Update(func(tx *store.Tx) error {
-			res, err := Process(tx, nil, nil, false, time.Now())
+			res, err := Process(tx, nil, nil, false, time.Now(), "")
 			if err == nil && len(res.Record.Plan.Nodes) < n {
 				err = fmt.Errorf("plan has %d nodes, want %d", len(res.Record.Plan.Nodes), n)
 			}

@@ -68,7 +68,7 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 	cat.Reset()
 	l.keepResource(cat, tx, info)
 	stg := staging.New(cat, l.now)
-	stg.Plan = l.uid
+	stg.Plan, stg.Actor, stg.Host = l.uid, l.actor, l.host
 	l.mu.Lock()
 	outs, ran := l.outputs[id], l.ran[id]
 	l.mu.Unlock()

@@ -45,7 +45,7 @@ func TestRunnerRestagesChangeMadeWhileRunning(t *testing.T) {
 		if _, err := staging.New(cat, time.Now).Touch("create", "app"); err != nil {
 			return err
 		}
-		res, err := Process(tx, nil, nil, false, time.Now())
+		res, err := Process(tx, nil, nil, false, time.Now(), "")
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,10 @@ type ledger struct {
 	infos map[string]*taskInfo
 	now   func() time.Time // Runner.Now, for the commits of staged entries
 	ctl   *control         // told of every write's transaction
+	// actor and host are the runner's (Runner.Actor, runHost): who ran
+	// the entries the ledger commits, and the refreshes and outputs it
+	// stages.
+	actor, host string
 
 	mu      sync.Mutex
 	outputs map[string]map[string]any // task id -> outputs of its successful run

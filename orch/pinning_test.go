@@ -78,7 +78,7 @@ func (w *pinWorld) process(expr string) map[string]*Pin {
 			}
 			exprs = append(exprs, e)
 		}
-		res, err := Process(tx, exprs, nil, true, time.Now())
+		res, err := Process(tx, exprs, nil, true, time.Now(), "")
 		if err != nil {
 			return err
 		}

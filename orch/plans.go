@@ -44,6 +44,9 @@ type Record struct {
 	CreatedAt time.Time     `json:"created_at"`
 	Selection []string      `json:"selection"` // tag expressions given to ch process
 	Plan      *planner.Plan `json:"plan"`
+	// ProcessedBy is the actor (internal/actor) who made the plan with
+	// "ch process"; "" for plans made before actors.
+	ProcessedBy string `json:"processed_by,omitempty"`
 }
 
 // stateJSON is the stored form of a task's State; its fields match

@@ -17,6 +17,10 @@ type ProcessResult struct {
 	// Superseded are the older plans whose tasks not started were skipped,
 	// by uid.
 	Superseded []SupersededPlan
+	// StagedBy lists the keys of the planned entries by who last staged
+	// them ("" for entries staged before actors), in staging order, so
+	// that a command can say whose edits it took.
+	StagedBy map[string][]string
 }
 
 // Process turns the staged entries selected by exprs (all when none; the
@@ -24,15 +28,17 @@ type ProcessResult struct {
 // unfinished plan is refused with ErrPending, naming the plan and the way
 // out that works for it, unless supersede is set: then that plan's tasks
 // not started are SKIPPED "superseded by UID" and its finished ones kept.
-func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time) (*ProcessResult, error) {
+// by is the actor who processes (Record.ProcessedBy).
+func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede bool, now time.Time, by string) (*ProcessResult, error) {
 	ents, err := selectEntries(tx, exprs)
 	if err != nil || len(ents) == 0 {
 		return &ProcessResult{}, err
 	}
-	out := &ProcessResult{}
+	out := &ProcessResult{StagedBy: map[string][]string{}}
 	keys := make([]string, len(ents))
 	for i, e := range ents {
 		keys[i] = e.Key
+		out.StagedBy[e.StagedBy] = append(out.StagedBy[e.StagedBy], e.Key)
 	}
 	pending, err := Pending(tx)
 	if err != nil {
@@ -76,7 +82,7 @@ func Process(tx *store.Tx, exprs []*tags.Expr, selection []string, supersede boo
 	if err != nil {
 		return nil, err
 	}
-	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p}
+	out.Record = &Record{UID: uid, CreatedAt: now.UTC(), Selection: selection, Plan: p, ProcessedBy: by}
 	if err := Save(tx, out.Record); err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func probeStack(t *testing.T, outcomes map[string]string, selected []string, rul
 		if err != nil {
 			return err
 		}
-		res, err := Process(tx, []*tags.Expr{expr}, []string{"sel=1"}, false, time.Now())
+		res, err := Process(tx, []*tags.Expr{expr}, []string{"sel=1"}, false, time.Now(), "")
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,8 @@ type ReportSummary struct {
 	// Stale lists the unfinished tasks that make the plan stale (see
 	// StaleNow); empty for a plan that would run as reviewed.
 	Stale []StaleTask
+	// ProcessedBy is who made the plan (Record.ProcessedBy).
+	ProcessedBy string
 }
 
 // ReportTask is one task of a ReportSummary.
@@ -64,7 +66,7 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ReportSummary{UID: rec.UID, Finished: true, Totals: make(map[Status]int, len(reportStatuses)), Checked: len(preds) > 0}
+	s := &ReportSummary{UID: rec.UID, Finished: true, Totals: make(map[Status]int, len(reportStatuses)), Checked: len(preds) > 0, ProcessedBy: rec.ProcessedBy}
 	s.RunnerPID, s.Running = Running(tx, rec.UID)
 	if s.Stale, err = StaleNow(tx, rec, states); err != nil {
 		return nil, err

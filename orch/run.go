@@ -76,7 +76,9 @@ type Runner struct {
 	// from (bases.Materialize); "" is bases.CacheDir of the environment.
 	CacheDir string
 	// Actor and Host say who runs the plan (actor.Of, actor.Host): each
-	// attempt's record keeps them (attemptlog.go).
+	// attempt's record keeps them (attemptlog.go), and the history entries
+	// the run commits carry them as ran_by and ran_on; "" Host is this
+	// machine's name.
 	Actor, Host string
 	// StopRequested, if set, is called once when the run finds a stop
 	// request for its plan in the store ("orch stop", from any machine),
@@ -274,6 +276,7 @@ func (r *Runner) newExecution(sdb *sharedDB, start *planStart, stop <-chan struc
 	ctl.onRequest = r.StopRequested
 	led := newLedger(sdb, r.UID, start.infos, r.Now, ctl, start.hasProcs)
 	led.sent = start.sent
+	led.actor, led.host = r.Actor, r.runHost()
 	att := &attemptRunner{r: r, sdb: sdb, uid: r.UID, infos: start.infos, led: led, locks: locks, bases: start.bases, runID: newToken()[:8]}
 	return &execution{r: r, sdb: sdb, rec: start.rec, ctl: ctl, led: led, att: att}
 }

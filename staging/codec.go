@@ -68,6 +68,9 @@ func decodeEntry(raw []byte) (*Entry, error) {
 		case "plan":
 			r.Seen(&seen, 1<<10)
 			e.Plan = r.String()
+		case "staged_by":
+			r.Seen(&seen, 1<<11)
+			e.StagedBy = r.String()
 		default:
 			r.Fail()
 		}
@@ -289,6 +292,18 @@ func encodeHistory(h *HistoryEntry) ([]byte, error) {
 		dst = append(dst, `,"task":`...)
 		dst = jsonfast.AppendString(dst, h.Task)
 	}
+	if h.StagedBy != "" {
+		dst = append(dst, `,"staged_by":`...)
+		dst = jsonfast.AppendString(dst, h.StagedBy)
+	}
+	if h.RanBy != "" {
+		dst = append(dst, `,"ran_by":`...)
+		dst = jsonfast.AppendString(dst, h.RanBy)
+	}
+	if h.RanOn != "" {
+		dst = append(dst, `,"ran_on":`...)
+		dst = jsonfast.AppendString(dst, h.RanOn)
+	}
 	dst = append(dst, `,"committed_at":`...)
 	if dst, err = jsonfast.AppendTime(dst, h.CommittedAt); err != nil {
 		return nil, err
@@ -328,6 +343,10 @@ func encodeEntry(e *Entry) ([]byte, error) {
 	if dst, err = jsonfast.AppendTime(dst, e.StagedAt); err != nil {
 		return nil, err
 	}
+	if e.StagedBy != "" {
+		dst = append(dst, `,"staged_by":`...)
+		dst = jsonfast.AppendString(dst, e.StagedBy)
+	}
 	if len(e.AffectedBy) > 0 {
 		dst = append(dst, `,"affected_by":`...)
 		dst = jsonfast.AppendStrings(dst, e.AffectedBy)
@@ -364,7 +383,7 @@ func decodeStamp(raw []byte) (Stamp, error) {
 			if r.Array(func() { r.Skip(); st.Diff = append(st.Diff, skipped{}) }) && st.Diff == nil {
 				st.Diff = []skipped{}
 			}
-		case "tags", "cause", "affected_by", "explicit":
+		case "tags", "cause", "affected_by", "explicit", "staged_by":
 			r.Skip()
 		default:
 			r.Fail()
@@ -394,6 +413,9 @@ func decodeHeadFast(raw []byte, h *Head) bool {
 		case "affected_by":
 			r.Seen(&seen, 1<<5)
 			h.AffectedBy = r.Strings()
+		case "staged_by":
+			r.Seen(&seen, 1<<6)
+			h.StagedBy = r.String()
 		case "diff", "cause", "staged_at", "explicit", "plan":
 			r.Skip()
 		default:

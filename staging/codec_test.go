@@ -31,7 +31,7 @@ func randChanges(rng *rand.Rand) []Change {
 
 func randEntry(rng *rand.Rand) *Entry {
 	e := &Entry{Key: jsonfasttest.Text(rng), Resource: jsonfasttest.Text(rng), Action: jsonfasttest.Text(rng), Seq: rng.Uint64() >> rng.IntN(64),
-		Diff: randChanges(rng), Cause: jsonfasttest.Text(rng), StagedAt: jsonfasttest.Time(rng), AffectedBy: jsonfasttest.Strings(rng),
+		Diff: randChanges(rng), Cause: jsonfasttest.Text(rng), StagedAt: jsonfasttest.Time(rng), StagedBy: jsonfasttest.Text(rng), AffectedBy: jsonfasttest.Strings(rng),
 		Explicit: rng.IntN(2) == 0, Plan: jsonfasttest.Text(rng)}
 	if rng.IntN(3) > 0 {
 		e.Tags = map[string]string{}
@@ -116,7 +116,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 
 		h := &HistoryEntry{UID: jsonfasttest.Text(rng), Key: e.Key, Resource: e.Resource, Action: e.Action, Diff: e.Diff, Cause: e.Cause,
-			Plan: jsonfasttest.Text(rng), Task: jsonfasttest.Text(rng), CommittedAt: jsonfasttest.Time(rng)}
+			Plan: jsonfasttest.Text(rng), Task: jsonfasttest.Text(rng), StagedBy: jsonfasttest.Text(rng), RanBy: jsonfasttest.Text(rng), RanOn: jsonfasttest.Text(rng), CommittedAt: jsonfasttest.Time(rng)}
 		if rng.IntN(2) == 0 {
 			h.Before = s
 		}

@@ -25,6 +25,12 @@ type HistoryEntry struct {
 	Cause    string   `json:"cause"`
 	Plan     string   `json:"plan,omitempty"`
 	Task     string   `json:"task,omitempty"`
+	// StagedBy is who last staged the entry (Entry.StagedBy); RanBy and
+	// RanOn are the actor and the host of the runner that ran and
+	// committed it. All three are "" in entries written before actors.
+	StagedBy string `json:"staged_by,omitempty"`
+	RanBy    string `json:"ran_by,omitempty"`
+	RanOn    string `json:"ran_on,omitempty"`
 	// CommittedAt is when the task's success was recorded.
 	CommittedAt time.Time `json:"committed_at"`
 	// Before is the committed state before this change (nil for a first
@@ -78,7 +84,7 @@ func (s *Stager) commit(key, plan, task string, ran map[string]any, ranSensitive
 	if err != nil {
 		return nil, err
 	}
-	h := &HistoryEntry{Key: key, Resource: e.Resource, Action: e.Action, Diff: e.Diff, Cause: e.Cause, Plan: plan, Task: task, CommittedAt: s.now().UTC(), Before: before}
+	h := &HistoryEntry{Key: key, Resource: e.Resource, Action: e.Action, Diff: e.Diff, Cause: e.Cause, Plan: plan, Task: task, StagedBy: e.StagedBy, RanBy: s.Actor, RanOn: s.Host, CommittedAt: s.now().UTC(), Before: before}
 	s.drop(key)
 	switch {
 	case e.Action == ActionRemove:

@@ -31,6 +31,11 @@
 // committed state and stay with the entry while other changes restage it;
 // discarding or reverting an upgrade puts the old base back from the store.
 //
+// Who acts: a Stager's Actor (set by whoever makes it, Stager.By) is
+// recorded as the StagedBy of every entry it stages, the last writer's, and
+// with Host as the RanBy and RanOn of every history entry it commits, which
+// also keeps the entry's StagedBy. Records written before actors have none.
+//
 // A Stager works inside its caller's transaction and buffers its writes to
 // the log until each of its methods returns, to write them in key order:
 // bbolt is slow at many unordered inserts in one transaction.

@@ -66,6 +66,10 @@ type Entry struct {
 	Diff     []Change  `json:"diff"`
 	Cause    string    `json:"cause"`
 	StagedAt time.Time `json:"staged_at"`
+	// StagedBy is the actor (internal/actor) who staged or last changed
+	// the entry: the last writer, as StagedAt is, since an operator asks
+	// who changed it last. "" for entries written before actors.
+	StagedBy string `json:"staged_by,omitempty"`
 	// AffectedBy lists the resources whose changes made this entry (for
 	// affected children, which carry no tags of their own).
 	AffectedBy []string `json:"affected_by,omitempty"`
@@ -379,6 +383,7 @@ type Head struct {
 	Seq        uint64   `json:"seq"`
 	Tags       tags.Set `json:"tags,omitempty"`
 	AffectedBy []string `json:"affected_by,omitempty"`
+	StagedBy   string   `json:"staged_by,omitempty"`
 }
 
 // decodeHead reads the head of a stored entry. Resource and action share

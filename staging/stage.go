@@ -108,6 +108,11 @@ type Stager struct {
 	// the entries it stages carry it, so that they do not make the plan
 	// stale (orch.Stale).
 	Plan string
+	// Actor is who acts (internal/actor): the entries this Stager stages
+	// carry it as StagedBy, the history it commits as RanBy. Host is the
+	// host of a runner that commits (HistoryEntry.RanOn). Both are set by
+	// whoever makes the Stager; "" records no one.
+	Actor, Host string
 
 	cat     *resources.Catalog
 	tx      *store.Tx
@@ -138,6 +143,13 @@ func New(cat *resources.Catalog, now func() time.Time) *Stager {
 		now = time.Now
 	}
 	return &Stager{cat: cat, tx: cat.Tx(), now: now}
+}
+
+// By sets the Stager's Actor and returns it, for a command that makes a
+// Stager in one expression: staging.New(cat, now).By(who).Touch(...).
+func (s *Stager) By(actor string) *Stager {
+	s.Actor = actor
+	return s
 }
 
 // done stores the pending writes once an exported method's work has
@@ -296,7 +308,7 @@ func (s *Stager) stage(resource, action, cause string, ts tags.Set, d []Change, 
 		}
 		e = &Entry{Key: key, Resource: resource, Action: action, Seq: seq}
 	}
-	e.Cause, e.StagedAt, e.Diff, e.Plan = cause, s.now().UTC(), d, s.Plan
+	e.Cause, e.StagedAt, e.Diff, e.Plan, e.StagedBy = cause, s.now().UTC(), d, s.Plan, s.Actor
 	if ts != nil {
 		e.Tags = ts.Clone()
 		e.AffectedBy = nil

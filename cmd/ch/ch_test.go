@@ -39,17 +39,17 @@ func TestRun(t *testing.T) {
 	e.Create(t, "web", res+"/noop", "value=a")
 	e.Create(t, "api", res+"/noop", "value=b")
 	e.Steps(t, []apptest.Step{
-		{Name: "stage list", Run: func() error { return stageListRun(&StageOptions{App: a, Diff: true}) }, Out: `web.run  (create) [resource=web,role=noop]
+		{Name: "stage list", Run: func() error { return stageListRun(&StageOptions{App: a, Diff: true}) }, Out: `web.run  (create) [resource=web,role=noop] by tester@test
   + value: a
   + location: ""
 
-api.run  (create) [resource=api,role=noop]
+api.run  (create) [resource=api,role=noop] by tester@test
   + value: b
   + location: ""
 `},
 		{Name: "stage action", Run: func() error { return stageActionRun(&StageOptions{App: a, Action: "restart", Name: "web"}) },
 			Out: "staged web.restart\n"},
-		{Name: "staged item", Run: func() error { return stagedItemRun(&StagedItemOptions{App: a, Key: "web.run"}) }, Out: `web.run  (create) [resource=web,role=noop]
+		{Name: "staged item", Run: func() error { return stagedItemRun(&StagedItemOptions{App: a, Key: "web.run"}) }, Out: `web.run  (create) [resource=web,role=noop] by tester@test
   + value: a
   + location: ""
 `},

@@ -58,7 +58,7 @@ func discardRun(opts *DiscardOptions) error {
 		plans []string
 	)
 	err := opts.App.Update(func(tx *store.Tx) error {
-		st := staging.New(resources.NewCatalog(tx), opts.App.Now)
+		st := staging.New(resources.NewCatalog(tx), opts.App.Now).By(opts.App.Actor())
 		var err error
 		if opts.All {
 			ents, err = st.DiscardAll()

@@ -56,6 +56,11 @@ type historyEntryView struct {
 	Task        string           `json:"task"`
 	CommittedAt string           `json:"committed_at"`
 	Diff        []app.ChangeView `json:"diff"`
+	// StagedBy, RanBy (actors) and RanOn (the runner's host) are "" in
+	// entries committed before actors.
+	StagedBy string `json:"staged_by"`
+	RanBy    string `json:"ran_by"`
+	RanOn    string `json:"ran_on"`
 }
 
 func historyRun(opts *HistoryOptions) error {
@@ -74,7 +79,7 @@ func historyRun(opts *HistoryOptions) error {
 		h := hs[i]
 		uid, _ := strconv.ParseUint(h.UID, 10, 64)
 		views = append(views, historyEntryView{UID: uid, Key: h.Key, Resource: h.Resource, Action: h.Action, Plan: h.Plan, Task: h.Task,
-			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), Diff: app.DiffView(h.Diff)})
+			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), StagedBy: h.StagedBy, RanBy: h.RanBy, RanOn: h.RanOn, Diff: app.DiffView(h.Diff)})
 	}
 	w := opts.App.IO.Out
 	if opts.JSON {
@@ -90,12 +95,13 @@ func historyRun(opts *HistoryOptions) error {
 	if !opts.Diff {
 		rows := make([][]string, 0, len(views))
 		for _, v := range views {
-			rows = append(rows, []string{strconv.FormatUint(v.UID, 10), v.Key, v.Task, v.Plan, v.CommittedAt})
+			rows = append(rows, []string{strconv.FormatUint(v.UID, 10), v.Key, v.Task, v.Plan, v.CommittedAt, app.ActorOrDash(v.StagedBy), ranBy(v)})
 		}
-		return app.Table(w, []string{"uid", "key", "task", "plan", "committed"}, rows)
+		return app.Table(w, []string{"uid", "key", "task", "plan", "committed", "staged by", "ran by"}, rows)
 	}
 	for _, v := range views {
-		fmt.Fprintf(w, "%d  %s  (%s, %s)\n", v.UID, v.Key, v.Task, v.CommittedAt)
+		fmt.Fprintf(w, "%d  %s  (%s, %s, staged by %s, ran by %s)\n", v.UID, v.Key, v.Task, v.CommittedAt,
+			app.Escape(app.ActorOrDash(v.StagedBy)), app.Escape(ranBy(v)))
 		for _, c := range v.Diff {
 			fmt.Fprintf(w, "  %s\n", app.Escape(c.Text))
 		}
@@ -134,7 +140,7 @@ func revertRun(opts *RevertOptions) error {
 	var ents []*staging.Entry
 	err := opts.App.Update(func(tx *store.Tx) error {
 		var err error
-		ents, err = staging.New(resources.NewCatalog(tx), opts.App.Now).Revert(opts.UID)
+		ents, err = staging.New(resources.NewCatalog(tx), opts.App.Now).By(opts.App.Actor()).Revert(opts.UID)
 		return err
 	})
 	if err != nil {
@@ -150,4 +156,16 @@ func revertRun(opts *RevertOptions) error {
 	}
 	fmt.Fprintf(opts.App.IO.Out, "reverted %s; staged %s\n", opts.UID, strings.Join(keys, ", "))
 	return nil
+}
+
+// ranBy shows who ran a history entry's task and on which host:
+// "bob@ci on runner1", "-" when it was committed before actors.
+func ranBy(v historyEntryView) string {
+	if v.RanBy == "" {
+		return "-"
+	}
+	if v.RanOn == "" {
+		return v.RanBy
+	}
+	return v.RanBy + " on " + v.RanOn
 }

@@ -46,6 +46,10 @@ or, when it is stale (a resource of it changed since), replace it with
 entries (reason "superseded by NEW-UID"); its finished tasks keep their status,
 an ERROR stays ERROR.
 
+The plan records who processed it ($SOLAR_ACTOR, else user@host; orch list
+shows it). Entries staged by someone else are taken too, with a note on
+stderr per actor: "note: 3 entries staged by alice@laptop (a.update, ...)".
+
 When nothing is staged for the selection, it says so on stderr, writes no plan
 and exits 4, so that "solar ch process && solar orch run-once last" never runs
 an older plan.` + "\n" + app.ExitHelp,
@@ -80,9 +84,10 @@ func processRun(opts *ProcessOptions) error {
 		exprs = append(exprs, e)
 	}
 	var res *orch.ProcessResult
+	me := opts.App.Actor()
 	err := opts.App.Update(func(tx *store.Tx) error {
 		var err error
-		if res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now()); err != nil {
+		if res, err = orch.Process(tx, exprs, opts.Tags, opts.Supersede, opts.App.Now(), me); err != nil {
 			return err
 		}
 		if res.Record == nil {
@@ -105,6 +110,9 @@ func processRun(opts *ProcessOptions) error {
 		return &app.NothingError{Msg: msg}
 	}
 	printSuperseded(w, rec.UID, superseded)
+	for _, line := range othersNotes(res.StagedBy, me) {
+		fmt.Fprintln(w, line)
+	}
 	staged := 0
 	for _, n := range rec.Plan.Nodes {
 		if n.Staged {

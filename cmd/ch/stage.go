@@ -36,7 +36,9 @@ with the entries they caused), with -d their diffs:
   + key: value          added
   ~ key: old >> new     changed
   - key: value          removed
-Sensitive values are masked.
+Sensitive values are masked. Each entry shows who staged it last
+($SOLAR_ACTOR, else user@host; "-" for entries staged before solar recorded
+it; --json: staged_by).
 
 With -a ACTION: stage that action (any action the base defines: restart,
 reload...) for the resource -n NAME or every resource matching -t, even when
@@ -79,6 +81,7 @@ type entryView struct {
 	Cause      string           `json:"cause"`
 	AffectedBy []string         `json:"affected_by"`
 	StagedAt   string           `json:"staged_at"`
+	StagedBy   string           `json:"staged_by"` // "" when staged before actors
 	Diff       []app.ChangeView `json:"diff"`
 }
 
@@ -89,7 +92,7 @@ type stagedView struct {
 
 func newEntryView(e *staging.Entry) entryView {
 	v := entryView{Key: e.Key, Resource: e.Resource, Action: e.Action, Seq: e.Seq, Tags: e.Tags.Strings(), Cause: e.Cause,
-		AffectedBy: e.AffectedBy, StagedAt: e.StagedAt.Format("2006-01-02T15:04:05Z"), Diff: app.DiffView(e.Diff)}
+		AffectedBy: e.AffectedBy, StagedAt: e.StagedAt.Format("2006-01-02T15:04:05Z"), StagedBy: e.StagedBy, Diff: app.DiffView(e.Diff)}
 	if v.AffectedBy == nil {
 		v.AffectedBy = []string{}
 	}
@@ -108,18 +111,19 @@ func printEntries(w io.Writer, ents []entryView, withDiff bool) error {
 			if len(e.Tags) == 0 && t != "" {
 				t = "(" + t + ")"
 			}
-			rows = append(rows, []string{e.Key, e.Cause, fmt.Sprintf("%d", len(e.Diff)), t})
+			rows = append(rows, []string{e.Key, e.Cause, fmt.Sprintf("%d", len(e.Diff)), app.ActorOrDash(e.StagedBy), t})
 		}
-		return app.Table(w, []string{"key", "cause", "changes", "tags"}, rows)
+		return app.Table(w, []string{"key", "cause", "changes", "staged by", "tags"}, rows)
 	}
 	for i, e := range ents {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		by := app.Escape(app.ActorOrDash(e.StagedBy))
 		if t := tagsText(e); t != "" {
-			fmt.Fprintf(w, "%s  (%s) [%s]\n", e.Key, e.Cause, app.Escape(t))
+			fmt.Fprintf(w, "%s  (%s) [%s] by %s\n", e.Key, e.Cause, app.Escape(t), by)
 		} else {
-			fmt.Fprintf(w, "%s  (%s)\n", e.Key, e.Cause)
+			fmt.Fprintf(w, "%s  (%s) by %s\n", e.Key, e.Cause, by)
 		}
 		if len(e.Diff) == 0 {
 			fmt.Fprintln(w, "  (no changes)")
@@ -197,7 +201,7 @@ func stageActionRun(opts *StageOptions) error {
 				return fmt.Errorf("%w: no resource matches %q (see solar resource list)", resources.ErrNotFound, strings.Join(opts.Tags, " | "))
 			}
 		}
-		st := staging.New(cat, opts.App.Now)
+		st := staging.New(cat, opts.App.Now).By(opts.App.Actor())
 		for _, n := range names {
 			var (
 				e   *staging.Entry

@@ -91,7 +91,7 @@ func connectRun(opts *ConnectOptions) error {
 			}
 			added = len(owned[0])
 		}
-		staged, err = staging.New(cat, opts.App.Now).Touch("connect "+opts.Emitter, opts.Receiver)
+		staged, err = staging.New(cat, opts.App.Now).By(opts.App.Actor()).Touch("connect "+opts.Emitter, opts.Receiver)
 		return err
 	})
 	if err != nil {

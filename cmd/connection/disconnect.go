@@ -62,7 +62,7 @@ func disconnectRun(opts *DisconnectOptions) error {
 			}
 			removed++
 		}
-		staged, err = staging.New(cat, opts.App.Now).Touch("disconnect "+opts.Emitter, opts.Receiver)
+		staged, err = staging.New(cat, opts.App.Now).By(opts.App.Actor()).Touch("disconnect "+opts.Emitter, opts.Receiver)
 		return err
 	})
 	if err != nil {

@@ -45,6 +45,10 @@ type nodeView struct {
 	Key         string `json:"key"`
 	Trusted     bool   `json:"trusted"`
 	Fingerprint string `json:"fingerprint"`
+	// TrustedBy and TrustedAt say who trusted the key and when; "" when
+	// untrusted, TrustedBy "" too for keys trusted before actors.
+	TrustedBy string `json:"trusted_by"`
+	TrustedAt string `json:"trusted_at"`
 }
 
 type listView struct {
@@ -75,6 +79,7 @@ func listRun(opts *ListOptions) error {
 			}
 			if n.Trusted != nil {
 				v.Trusted, v.Fingerprint = true, n.Trusted.Fingerprint
+				v.TrustedBy, v.TrustedAt = n.Trusted.By, n.Trusted.At.UTC().Format("2006-01-02T15:04:05Z")
 			}
 			out.Nodes = append(out.Nodes, v)
 		}

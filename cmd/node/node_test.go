@@ -46,7 +46,9 @@ n1    local      -        -     -
       "user": "",
       "key": "",
       "trusted": false,
-      "fingerprint": ""
+      "fingerprint": "",
+      "trusted_by": "",
+      "trusted_at": ""
     }
   ]
 }

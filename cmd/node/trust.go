@@ -124,7 +124,7 @@ func trustRun(opts *TrustOptions) error {
 		if old, err = nodes.GetTrusted(tx, n.Name); err != nil {
 			return err
 		}
-		return nodes.Trust(tx, n.Name, nodes.Trusted{Key: sshx.KeyText(key), Fingerprint: fp, Address: n.Addr(), At: a.Now().UTC()})
+		return nodes.Trust(tx, n.Name, nodes.Trusted{Key: sshx.KeyText(key), Fingerprint: fp, Address: n.Addr(), At: a.Now().UTC(), By: a.Actor()})
 	})
 	if err != nil {
 		return err

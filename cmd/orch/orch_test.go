@@ -157,7 +157,8 @@ func TestRun(t *testing.T) {
 		out, err string
 		wantErr  error
 	}{
-		{name: "report", run: func(e *apptest.Env) error { return reportRun(&ReportOptions{App: e.App, Ref: "last"}) }, out: `TASK         STATUS   DURATION  ATTEMPTS  ERROR OR REASON
+		{name: "report", run: func(e *apptest.Env) error { return reportRun(&ReportOptions{App: e.App, Ref: "last"}) }, out: `plan ` + uid + `, processed by -
+TASK         STATUS   DURATION  ATTEMPTS  ERROR OR REASON
 web.run#0    SUCCESS  1.5s      1
 db.run#0     ERROR    2s        2         exit status 1: mysqld: cannot bind port 3306
 cache.run#0  SKIPPED                      upstream failed: db.run#0
@@ -189,8 +190,8 @@ db.run#0   -> cache.run#0  after
 	n0 -->|changed| n1
 	n1 -.-> n2
 `},
-		{name: "list", run: func(e *apptest.Env) error { return listRun(&ListOptions{App: e.App}) }, out: `UID                   TASKS  STATE     COUNTS                       SELECTION
-` + uid + `  3      finished  success=1 skipped=1 error=1  -t role=web
+		{name: "list", run: func(e *apptest.Env) error { return listRun(&ListOptions{App: e.App}) }, out: `UID                   TASKS  STATE     COUNTS                       PROCESSED BY  SELECTION
+` + uid + `  3      finished  success=1 skipped=1 error=1  -             -t role=web
 `},
 		{name: "logs of a task that printed nothing", run: func(e *apptest.Env) error { return logsRun(&LogsOptions{App: e.App, Ref: "last", Task: "db.run"}) },
 			err: "task db.run#0 of plan " + uid + " printed nothing (or has not run)\n"},
@@ -320,6 +321,7 @@ const reportJSON = `{
       "attempt_records": []
     }
   ],
-  "stale": []
+  "stale": [],
+  "processed_by": ""
 }
 `

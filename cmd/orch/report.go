@@ -71,6 +71,8 @@ type reportView struct {
 	Tasks         []reportTask   `json:"tasks"`
 	// Stale lists the unfinished tasks that make the plan stale.
 	Stale []staleView `json:"stale"`
+	// ProcessedBy is who made the plan; "" for plans made before actors.
+	ProcessedBy string `json:"processed_by"`
 }
 
 func stamp(t time.Time) string {
@@ -99,7 +101,7 @@ func reportRun(opts *ReportOptions) error {
 // newReportView is the --json view of sum.
 func newReportView(sum *orch.ReportSummary) reportView {
 	v := reportView{FormatVersion: app.FormatVersion, UID: sum.UID, Finished: sum.Finished, Running: sum.Running, RunnerPID: sum.RunnerPID,
-		WallMS: millis(sum.Wall), Totals: make(map[string]int, len(sum.Totals)), Tasks: make([]reportTask, 0, len(sum.Tasks)), Stale: staleViews(sum.Stale)}
+		WallMS: millis(sum.Wall), Totals: make(map[string]int, len(sum.Totals)), Tasks: make([]reportTask, 0, len(sum.Tasks)), Stale: staleViews(sum.Stale), ProcessedBy: sum.ProcessedBy}
 	for s, n := range sum.Totals {
 		v.Totals[string(s)] = n
 	}
@@ -120,6 +122,7 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	w := a.IO.Out
 	printStale(w, v.UID, sum.Stale)
+	fmt.Fprintf(w, "plan %s, processed by %s\n", v.UID, app.Escape(app.ActorOrDash(v.ProcessedBy)))
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""

@@ -228,7 +228,7 @@ func runRun(opts *RunOptions) error {
 	in := interrupts(pr)
 	defer in.release()
 	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Actor: actor.Of(a.Getenv), Host: actor.Host(), StopRequested: in.requested,
+		Actor: a.Actor(), Host: actor.Host(), StopRequested: in.requested,
 		LeaseTTL: ttl, Prepare: opts.prepareRun,
 		Started: func(rec *orch.Record, states map[string]orch.State) {
 			pr.begin(rec, states)

@@ -236,6 +236,8 @@ type planSummary struct {
 	Tasks     int            `json:"tasks"`
 	Open      bool           `json:"open"`
 	Counts    map[string]int `json:"counts"`
+	// ProcessedBy is who made the plan; "" for plans made before actors.
+	ProcessedBy string `json:"processed_by"`
 }
 
 func listRun(opts *ListOptions) error {
@@ -257,7 +259,7 @@ func listRun(opts *ListOptions) error {
 			if err != nil {
 				return err
 			}
-			s := planSummary{UID: uid, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"), Selection: rec.Selection, Tasks: len(rec.Plan.Nodes), Open: orch.Open(tx, uid), Counts: map[string]int{}}
+			s := planSummary{UID: uid, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"), Selection: rec.Selection, Tasks: len(rec.Plan.Nodes), Open: orch.Open(tx, uid), Counts: map[string]int{}, ProcessedBy: rec.ProcessedBy}
 			if s.Selection == nil {
 				s.Selection = []string{}
 			}
@@ -290,7 +292,7 @@ func listRun(opts *ListOptions) error {
 				counts = append(counts, fmt.Sprintf("%s=%d", strings.ToLower(string(s)), n))
 			}
 		}
-		rows = append(rows, []string{p.UID, fmt.Sprint(p.Tasks), state, strings.Join(counts, " "), selection(p.Selection)})
+		rows = append(rows, []string{p.UID, fmt.Sprint(p.Tasks), state, strings.Join(counts, " "), app.ActorOrDash(p.ProcessedBy), selection(p.Selection)})
 	}
-	return app.Table(opts.App.IO.Out, []string{"uid", "tasks", "state", "counts", "selection"}, rows)
+	return app.Table(opts.App.IO.Out, []string{"uid", "tasks", "state", "counts", "processed by", "selection"}, rows)
 }

@@ -122,7 +122,7 @@ func createRun(opts *CreateOptions) error {
 		if _, err := cat.Create(resources.CreateSpec{Name: opts.Name, Base: base, Values: vals, Tags: ts, Meta: meta}, false); err != nil {
 			return err
 		}
-		staged, err = staging.New(cat, opts.App.Now).Touch("create", opts.Name)
+		staged, err = staging.New(cat, opts.App.Now).By(opts.App.Actor()).Touch("create", opts.Name)
 		return err
 	})
 	if err != nil {
@@ -181,7 +181,7 @@ func createComposition(opts *CreateOptions) error {
 		for i, r := range res.Resources {
 			names[i] = r.Name
 		}
-		staged, err = staging.New(cat, opts.App.Now).Touch("create", names...)
+		staged, err = staging.New(cat, opts.App.Now).By(opts.App.Actor()).Touch("create", names...)
 		return err
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func removeRun(opts *RemoveOptions) error {
 	var lines []string
 	err := opts.App.Update(func(tx *store.Tx) error {
 		cat := resources.NewCatalog(tx)
-		st := staging.New(cat, opts.App.Now)
+		st := staging.New(cat, opts.App.Now).By(opts.App.Actor())
 		for _, n := range opts.Names {
 			if _, err := cat.Get(n); err != nil {
 				return err

@@ -70,7 +70,7 @@ func updateRun(opts *UpdateOptions) error {
 		if _, err := cat.Update(opts.Name, vals, meta); err != nil {
 			return err
 		}
-		staged, err = staging.New(cat, opts.App.Now).Touch("update", opts.Name)
+		staged, err = staging.New(cat, opts.App.Now).By(opts.App.Actor()).Touch("update", opts.Name)
 		return err
 	})
 	if err != nil {

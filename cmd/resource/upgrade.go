@@ -146,7 +146,7 @@ func upgradeRun(opts *UpgradeOptions) error {
 	err = opts.App.Update(func(tx *store.Tx) error {
 		views = views[:0]
 		cat := resources.NewCatalog(tx)
-		st := staging.New(cat, opts.App.Now)
+		st := staging.New(cat, opts.App.Now).By(opts.App.Actor())
 		for i, name := range names {
 			v, err := upgradeOne(cat, st, name, loaded[dirs[i]])
 			if err != nil {

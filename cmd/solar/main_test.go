@@ -51,7 +51,7 @@ var postgresScripts = []string{
 	"remote_resume", "review_stale", "review_pinned",
 	"no_dead_ends",
 	"orch_exit_stopped", "orch_attempts_life",
-	"store_new_notice",
+	"store_new_notice", "actors",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database

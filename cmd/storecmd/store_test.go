@@ -104,7 +104,7 @@ const exported = `{"format_version":1,"schema_version":4,"buckets":{
 "resources":{"sequence":0,"keys":[
 {"key":"web","json":{"name":"web","base":{"name":"noop","dir":"$RES/noop","digest":"$DIGEST","handler":"noop","version":"1.0.0","actions":{"remove":"actions/remove.sh","restart":"actions/restart.sh","run":"actions/run.sh","update":"actions/update.sh"},"inputs":[{"name":"value","schema":"str","default":""},{"name":"location","schema":"str","default":""}],"tags":["role=noop"]},"inputs":{"location":"","value":""},"tags":{"resource":"web","role":"noop"}}}]},
 "staged":{"sequence":1,"keys":[
-{"key":"web.run","json":{"key":"web.run","resource":"web","action":"run","seq":1,"tags":{"resource":"web","role":"noop"},"diff":[{"op":"add","key":"value","new":""},{"op":"add","key":"location","new":""}],"cause":"create","staged_at":"2026-11-22T10:00:00Z"}}]},
+{"key":"web.run","json":{"key":"web.run","resource":"web","action":"run","seq":1,"tags":{"resource":"web","role":"noop"},"diff":[{"op":"add","key":"value","new":""},{"op":"add","key":"location","new":""}],"cause":"create","staged_at":"2026-11-22T10:00:00Z","staged_by":"tester@test"}}]},
 "staged_tags":{"sequence":0,"keys":[
 {"key":"resource=web\u0000web.run","text":""},
 {"key":"role=noop\u0000web.run","text":""}]}

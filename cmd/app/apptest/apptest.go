@@ -35,12 +35,24 @@ type Env struct {
 // Now is the clock of every Env's App: tests compare what commands print.
 var Now = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
+// getenv is the environment of every test App: empty but for the actor,
+// Actor, so that what commands record and show of it is known.
+func getenv(k string) string {
+	if k == "SOLAR_ACTOR" {
+		return Actor
+	}
+	return ""
+}
+
+// Actor is who the commands of a test App act as ($SOLAR_ACTOR).
+const Actor = "tester@test"
+
 // New returns an Env with an empty store. Its App sees no environment
-// variable: no $SOLAR_DB, no colour, no terminal.
+// variable but $SOLAR_ACTOR (Actor): no $SOLAR_DB, no colour, no terminal.
 func New(t testing.TB) *Env {
 	t.Helper()
 	e := &Env{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, Err: &bytes.Buffer{}, DB: filepath.Join(t.TempDir(), "solar.db")}
-	e.App = &app.App{IO: app.IO{In: e.In, Out: e.Out, Err: e.Err}, Getenv: func(string) string { return "" },
+	e.App = &app.App{IO: app.IO{In: e.In, Out: e.Out, Err: e.Err}, Getenv: getenv,
 		DBFlag: e.DB, LockWait: time.Second, Now: func() time.Time { return Now }}
 	db, err := e.App.Open()
 	if err != nil {
@@ -159,7 +171,7 @@ func (e *Env) Create(t testing.TB, name, dir string, values ...string) {
 		if _, err := cat.Create(resources.CreateSpec{Name: name, Base: base, Values: vals}, false); err != nil {
 			return err
 		}
-		_, err := staging.New(cat, e.App.Now).Touch("create", name)
+		_, err := staging.New(cat, e.App.Now).By(e.App.Actor()).Touch("create", name)
 		return err
 	})
 	if err != nil {
