@@ -255,6 +255,8 @@ var docNorms = []struct {
 	{regexp.MustCompile(`\b\d{8}-\d{6}-\d{4}\b`), "UID"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|µs|m)\b`), "DUR"},
 	{regexp.MustCompile(`\b[0-9a-f]{12,64}\b`), "HEX"},
+	// who ran, on which host: the machine's name differs
+	{regexp.MustCompile(`(@\S+) on \S+`), "$1 on HOST"},
 	{regexp.MustCompile(`[ \t]+`), " "},
 }
 
