@@ -45,7 +45,7 @@ type runnerRecord struct {
 	Started time.Time `json:"started"`
 	Token   string    `json:"token,omitempty"`
 	// ProcStart is the runner process's start time in clock ticks after
-	// boot (procStart): with Host and PID it tells the runner from a
+	// boot (proc.Start): with Host and PID it tells the runner from a
 	// process that got its pid later (isRunnerHere).
 	ProcStart int64 `json:"proc_start,omitempty"`
 }

@@ -3,10 +3,10 @@ package orch
 import (
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/solarops/solar/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,33 +18,10 @@ import (
 // at another time (the runner is gone and its pid reused), is never sent
 // anything.
 
-// procStart returns the start time of process pid, in clock ticks after
-// boot (field 22 of /proc/PID/stat), and whether it is a zombie; ok is
-// false when it cannot be read.
-func procStart(pid int) (start int64, zombie, ok bool) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, false
-	}
-	// The fields after the parenthesised command name, which may hold
-	// spaces and parentheses: state is field 3, start time field 22.
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, false, false
-	}
-	start, err = strconv.ParseInt(f[19], 10, 64)
-	return start, f[0] == "Z", err == nil && start > 0
-}
-
-// selfStart is this process's start time as procStart reads it, 0 when
+// selfStart is this process's start time as proc.Start reads it, 0 when
 // unknown: what its runner records carry.
 var selfStart = sync.OnceValue(func() int64 {
-	start, _, _ := procStart(os.Getpid())
+	start, _, _ := proc.Start(os.Getpid())
 	return start
 })
 
@@ -65,7 +42,7 @@ func (rr runnerRecord) isRunnerHere() bool {
 	if rr.Host != hostname || rr.PID <= 0 || rr.ProcStart <= 0 || !ownProc() {
 		return false
 	}
-	start, zombie, ok := procStart(rr.PID)
+	start, zombie, ok := proc.Start(rr.PID)
 	return ok && !zombie && start == rr.ProcStart
 }
 

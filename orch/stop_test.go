@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solarops/solar/internal/proc"
 	"github.com/solarops/solar/store"
 )
 
@@ -47,7 +48,7 @@ func TestStop(t *testing.T) {
 				}
 				go func() { done <- child.Wait() }()
 				t.Cleanup(func() { _ = child.Process.Kill() })
-				start, _, ok := procStart(child.Process.Pid)
+				start, _, ok := proc.Start(child.Process.Pid)
 				if !ok {
 					t.Fatal("no start time of the child")
 				}
@@ -119,9 +120,9 @@ func TestIsRunnerHere(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
 	pid := child.Process.Pid
-	start, _, ok := procStart(pid)
+	start, _, ok := proc.Start(pid)
 	if !ok || start <= 0 {
-		t.Fatalf("procStart(%d) = %d, %v", pid, start, ok)
+		t.Fatalf("proc.Start(%d) = %d, %v", pid, start, ok)
 	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -156,6 +157,6 @@ func TestIsRunnerHere(t *testing.T) {
 
 // running reports whether pid lives and is not a zombie.
 func running(pid int) bool {
-	_, zombie, ok := procStart(pid)
+	_, zombie, ok := proc.Start(pid)
 	return ok && !zombie
 }

@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/solarops/solar/internal/proc"
 	"github.com/solarops/solar/store/kv"
 )
 
@@ -140,7 +140,7 @@ var self = sync.OnceValue(func() holder {
 	if err == nil && nsErr == nil {
 		h.machine = strings.TrimSpace(string(boot)) + " " + ns
 	}
-	h.start, _, _ = procStart(h.pid)
+	h.start, _, _ = proc.Start(h.pid)
 	return h
 })
 
@@ -165,32 +165,9 @@ func gone(host, machine string, pid int, start int64) bool {
 	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
 		return true
 	}
-	now, zombie, ok := procStart(pid)
+	now, zombie, ok := proc.Start(pid)
 	// A process that cannot be read is trusted to live.
 	return ok && (zombie || now != start)
-}
-
-// procStart returns the start time of process pid (field 22 of its
-// /proc/PID/stat) and whether it is a zombie (dead, not yet reaped); ok is
-// false when it cannot be read.
-func procStart(pid int) (start int64, zombie, ok bool) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, false
-	}
-	// The fields after the parenthesised command name, which may hold
-	// spaces: state is field 3, start time field 22.
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, false, false
-	}
-	start, err = strconv.ParseInt(f[19], 10, 64)
-	return start, f[0] == "Z", err == nil
 }
 
 // leaseSQL are the lease statements of one schema.
