@@ -90,11 +90,7 @@ func refusePending(tx *store.Tx, clashes []clash) error {
 // staleWhy says why unfinished plan uid is stale for a task it has still
 // to run, or "" when it is not.
 func staleWhy(tx *store.Tx, uid string) (string, error) {
-	rec, err := Load(tx, uid)
-	if err != nil {
-		return "", err
-	}
-	states, err := States(tx, rec)
+	rec, states, err := LoadRef(tx, uid)
 	if err != nil {
 		return "", err
 	}
@@ -183,11 +179,7 @@ func restageAdvice(stale []StaleTask, byID map[string]*nodeRef) string {
 // nothing (retry runs its failures again); an unfinished one is resumed,
 // or replaced by processing what is staged, the only way when it is stale.
 func IdleAdvice(tx *store.Tx, uid string) (string, error) {
-	rec, err := Load(tx, uid)
-	if err != nil {
-		return "", err
-	}
-	states, err := States(tx, rec)
+	_, states, err := LoadRef(tx, uid)
 	if err != nil {
 		return "", err
 	}
