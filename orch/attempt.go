@@ -39,6 +39,9 @@ type attemptRunner struct {
 	// only.
 	bases map[string]int
 	runID string // names this run in its attempts' records
+	// runner names the fleet's runner in its attempts' records ("" outside
+	// a fleet).
+	runner string
 }
 
 // limits are the limits task t is under besides its resource, whose lock
@@ -56,6 +59,12 @@ func (a *attemptRunner) limits(t *walk.Task) []walk.Limit {
 
 // run executes one task with its retries, delay and timeout.
 func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
+	return a.runTries(ctx, t, a.infos[t.ID].retry, a.bases[t.ID], 0)
+}
+
+// runTries runs task t with at most retry retries, numbering its attempts
+// after base, under the fleet's claim fence (0 outside a fleet).
+func (a *attemptRunner) runTries(ctx context.Context, t *walk.Task, retry, base int, fence int64) walk.Outcome {
 	info := a.infos[t.ID]
 	if info.problem != "" {
 		return walk.Outcome{Err: errors.New(info.problem), Attempts: 1}
@@ -70,7 +79,7 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 	gate := a.led.gateOf(t)
 	var last error
 	attempts := 0
-	for attempt := 0; attempt <= info.retry; attempt++ {
+	for attempt := 0; attempt <= retry; attempt++ {
 		if attempt > 0 && info.delay > 0 {
 			select {
 			case <-ctx.Done():
@@ -79,7 +88,7 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 			}
 		}
 		attempts++
-		number := a.bases[t.ID] + attempts
+		number := base + attempts
 		var inputs map[string]any
 		if !info.noop {
 			inputs = a.led.inputs(info)
@@ -90,13 +99,13 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 			Gate:     gate,
 			Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
 			BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
-			Location: info.location, Timeout: info.timeout,
+			Location: info.location, Timeout: info.timeout, Attempt: number, Fence: fence,
 			Started: func(g handler.Procs) { a.led.recordProcs(t.ID, g) },
 			Output:  func(l handler.Line) { a.output(t.ID, l) },
 		})
 		a.logs.end(t.ID)
 		if !info.noop {
-			a.keepLog(t.ID, res.Log, AttemptRecord{Number: number, Actor: a.r.Actor, Host: a.r.Host, Run: a.runID, Start: began, End: a.r.Now()})
+			a.keepLog(t.ID, res.Log, AttemptRecord{Number: number, Actor: a.r.Actor, Host: a.r.Host, Run: a.runID, Runner: a.runner, Start: began, End: a.r.Now()})
 		}
 		if err == nil {
 			err = info.checkOutputs(res.Outputs)
@@ -117,7 +126,7 @@ func (a *attemptRunner) run(ctx context.Context, t *walk.Task) walk.Outcome {
 			last = errors.New(killed)
 			break
 		}
-		if attempt < info.retry && a.r.Note != nil {
+		if attempt < retry && a.r.Note != nil {
 			msg := fmt.Sprintf("%s attempt %d failed: %s; retrying", t.ID, number, oneLine(err.Error()))
 			if info.delay > 0 {
 				msg += " in " + info.delay.String()

@@ -27,21 +27,25 @@ type AttemptRecord struct {
 	Host  string `json:"host,omitempty"`
 	// Run names the run (run-once, resume, retry, restart) it was part
 	// of: attempts of one run share it.
-	Run        string    `json:"run,omitempty"`
+	Run string `json:"run,omitempty"`
+	// Runner names the fleet's runner (solar runner --name) that ran it;
+	// "" for a run outside a fleet.
+	Runner     string    `json:"runner,omitempty"`
 	Start, End time.Time `json:"-"`
 }
 
 // attemptEndJSON is the stored form of an AttemptRecord.
 type attemptEndJSON struct {
-	Actor string    `json:"actor,omitempty"`
-	Host  string    `json:"host,omitempty"`
-	Run   string    `json:"run,omitempty"`
-	Start time.Time `json:"start,omitzero"`
-	End   time.Time `json:"end,omitzero"`
+	Actor  string    `json:"actor,omitempty"`
+	Host   string    `json:"host,omitempty"`
+	Run    string    `json:"run,omitempty"`
+	Runner string    `json:"runner,omitempty"`
+	Start  time.Time `json:"start,omitzero"`
+	End    time.Time `json:"end,omitzero"`
 }
 
 func encodeAttemptEnd(a AttemptRecord) ([]byte, error) {
-	return json.Marshal(attemptEndJSON{Actor: a.Actor, Host: a.Host, Run: a.Run, Start: a.Start, End: a.End})
+	return json.Marshal(attemptEndJSON{Actor: a.Actor, Host: a.Host, Run: a.Run, Runner: a.Runner, Start: a.Start, End: a.End})
 }
 
 func decodeAttemptEnd(key string, n int, raw []byte) (AttemptRecord, error) {
@@ -53,7 +57,7 @@ func decodeAttemptEnd(key string, n int, raw []byte) (AttemptRecord, error) {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return rec, store.Damagedf("attempt record %s: %v", key, err)
 	}
-	rec.Actor, rec.Host, rec.Run, rec.Start, rec.End = j.Actor, j.Host, j.Run, j.Start, j.End
+	rec.Actor, rec.Host, rec.Run, rec.Runner, rec.Start, rec.End = j.Actor, j.Host, j.Run, j.Runner, j.Start, j.End
 	return rec, nil
 }
 

@@ -53,6 +53,9 @@ func skipTasks(tx *store.Tx, uid string, ids []string, states map[string]State, 
 			return err
 		}
 	}
+	if err := fleetSkipped(tx, uid, ids, now); err != nil {
+		return err
+	}
 	return tx.Put(store.Plans, editKey(uid), []byte(strconv.FormatUint(editCount(tx, uid)+1, 10)))
 }
 
@@ -83,7 +86,7 @@ func RefuseRunning(tx *store.Tx, uid string) error {
 	if rr, running := liveRunner(tx, uid); running {
 		return rr.busy(uid)
 	}
-	return nil
+	return refuseSubmitted(tx, uid)
 }
 
 // FilterPlan keeps the tasks of plan uid that keep names and marks every

@@ -51,11 +51,7 @@ func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]walk.Tas
 				bad, badAt = err, len(tasks)
 			}
 		}
-		var earlier []string
-		for i := 0; i < n.Instance; i++ {
-			earlier = append(earlier, fmt.Sprintf("%s.%s#%d", n.Resource, n.Action, i))
-		}
-		tasks = append(tasks, walk.Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlier,
+		tasks = append(tasks, walk.Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlierOf(n),
 			Inline: info.noop || info.problem != ""})
 	}
 	if bad != nil {

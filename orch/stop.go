@@ -38,6 +38,9 @@ type StopResult struct {
 	// PID and Host name the plan's runner, when Running.
 	PID  int
 	Host string
+	// Fleet is true when the plan was submitted to the fleet's runners,
+	// which stop it wherever they run.
+	Fleet bool
 	// Signalled is true when the runner, a process of this machine, was
 	// also sent SIGTERM (a store that cannot notify).
 	Signalled bool
@@ -59,6 +62,16 @@ func Stop(db *store.DB, ref string, kill bool) (StopResult, error) {
 		if res.UID, err = Resolve(tx, ref); err != nil {
 			return err
 		}
+		submitted, err := fleetStop(tx, res.UID, kill)
+		if err != nil {
+			return err
+		}
+		if submitted {
+			// The fleet's runners act on the plan's row; the plan
+			// settles once nothing of it runs (settle).
+			res.Running, res.Fleet = true, true
+			return nil
+		}
 		var ok bool
 		if rr, ok = liveRunner(tx, res.UID); !ok {
 			return nil
@@ -74,6 +87,10 @@ func Stop(db *store.DB, ref string, kill bool) (StopResult, error) {
 		return tx.Notify(stopTopic, res.UID)
 	})
 	if err != nil || !res.Running || db.CanNotify() {
+		if err == nil && res.Fleet {
+			// Nothing of it may run any more: then it settles now.
+			_, err = settleIdle(db, res.UID)
+		}
 		return res, err
 	}
 	res.Signalled = signalRunner(rr)

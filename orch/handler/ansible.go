@@ -409,6 +409,7 @@ func ansibleEnv(f ansibleFiles, t Target, req Request) []string {
 		"SOLAR_ACTION=" + req.Action,
 		"SOLAR_TASK=" + req.Task,
 	}
+	env = appendClaimEnv(env, req)
 	if t.Local {
 		return append(env, "ANSIBLE_REMOTE_TEMP="+f.remoteTemp)
 	}

@@ -20,7 +20,7 @@ const inputPrefix = "SOLAR_INPUT_"
 // executor's environment (solar run from inside an action) would describe
 // some other action, so it is dropped, as are inherited SOLAR_INPUT_*.
 var protocolVars = [...]string{
-	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT", "SOLAR_INPUTS_OMITTED", attemptVar, checkVar,
+	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT", "SOLAR_INPUTS_OMITTED", attemptVar, checkVar, "SOLAR_ATTEMPT", "SOLAR_FENCE",
 }
 
 // EnvName returns the environment variable that carries input name:
@@ -108,6 +108,7 @@ func scriptEnv(req Request) ([]string, error) {
 	if req.Check {
 		env = append(env, checkVar+"=1")
 	}
+	env = appendClaimEnv(env, req)
 	var owner map[string]string // variable -> input, only for unusual names
 	var b []byte
 	vars := make([]string, 0, len(req.Inputs))
@@ -205,4 +206,16 @@ func inheritable(kv string) bool {
 		}
 	}
 	return true
+}
+
+// appendClaimEnv appends SOLAR_ATTEMPT and SOLAR_FENCE (Request.Attempt,
+// Request.Fence) where they are known.
+func appendClaimEnv(env []string, req Request) []string {
+	if req.Attempt > 0 {
+		env = append(env, "SOLAR_ATTEMPT="+strconv.Itoa(req.Attempt))
+	}
+	if req.Fence > 0 {
+		env = append(env, "SOLAR_FENCE="+strconv.FormatInt(req.Fence, 10))
+	}
+	return env
 }

@@ -39,6 +39,13 @@ type Request struct {
 	// yet). It is called from the attempt's goroutines, one at a time,
 	// and must return quickly.
 	Output func(Line)
+	// Attempt numbers the attempt over its plan's life (from 1), and
+	// Fence is the claim it runs under when a runner of a fleet runs it
+	// (0 otherwise): the script sees them as SOLAR_ATTEMPT and SOLAR_FENCE,
+	// so that it can fence its own side effects (a newer claim's fence is
+	// greater).
+	Attempt int
+	Fence   int64
 }
 
 // Result is what an attempt reported.

@@ -1,0 +1,344 @@
+package orch
+
+import (
+	"context"
+	"time"
+
+	"github.com/solarops/solar/orch/walk"
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/store/kv"
+)
+
+// completeBatch records d and every other task that ended meanwhile, in
+// one transaction (group commit): each claim still held gets its final
+// state, the commit of what it did and its successors' decisions; a claim
+// fenced out is dropped and logged; a task the runner cancelled is given
+// back (gaveBack).
+func (fr *fleetRun) completeBatch(d fleetDone) {
+	batch := []fleetDone{d}
+	for more := true; more; {
+		select {
+		case d := <-fr.done:
+			batch = append(batch, d)
+		default:
+			more = false
+		}
+	}
+	now := fr.f.Settings.Now()
+	var ended, back []fleetDone
+	for _, d := range batch {
+		if d.t.reason() != "" || d.t.plan == nil {
+			back = append(back, d)
+		} else {
+			ended = append(ended, d)
+		}
+	}
+	// What attempts left to write (their logs, their processes' records)
+	// goes with the batch, plan by plan.
+	pending := map[*fleetPlan][]pendingWrite{}
+	for _, d := range batch {
+		if fp := d.t.plan; fp != nil {
+			if _, ok := pending[fp]; !ok {
+				pending[fp] = fp.led.take()
+			}
+		}
+	}
+	var fenced []kv.Claim
+	var progress []func()
+	err := fr.db.Update(func(tx *store.Tx) error {
+		fenced, progress = nil, nil
+		ftx, ok := tx.Fleet()
+		if !ok {
+			return ErrNoFleet
+		}
+		for fp, writes := range pending {
+			if err := fp.led.write(tx, writes); err != nil {
+				return err
+			}
+		}
+		cat := resources.NewCatalog(tx)
+		for _, d := range ended {
+			st := State{Status: StatusInProgress, Start: d.start}
+			st = endState(st, d.outcome, now)
+			held, err := fr.end(tx, ftx, cat, d, st, now)
+			if err != nil {
+				return err
+			}
+			if !held {
+				fenced = append(fenced, d.t.c)
+				continue
+			}
+			id, st := d.t.c.Task, st
+			progress = append(progress, func() { fr.progress(id, st) })
+		}
+		for _, d := range back {
+			if d.t.plan == nil {
+				// Its plan did not load here (d.outcome says why): another
+				// runner may do better.
+				if _, err := ftx.FleetRelease(d.t.c, true); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := fr.giveBack(tx, ftx, d.t.c, d.t.reason(), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, d := range batch {
+		if d.t.plan == nil && d.outcome.Err != nil {
+			fr.note("%s of plan %s: %v; given back", d.t.c.Task, d.t.c.UID, d.outcome.Err)
+		}
+		fr.mu.Lock()
+		delete(fr.running, d.t.c.UID+"\x00"+d.t.c.Task)
+		fr.mu.Unlock()
+		if d.t.plan != nil {
+			d.t.plan.led.written(pending[d.t.plan])
+		}
+	}
+	if err != nil {
+		fr.note("recording %d ended tasks: %v; their claims expire and other runners run them again", len(batch), err)
+		return
+	}
+	for _, c := range fenced {
+		fr.note("%s of plan %s: this runner's claim (fence %d) was taken from it; its result is dropped", c.Task, c.UID, c.Fence)
+	}
+	for _, p := range progress {
+		p()
+	}
+}
+
+// endState is the final state of a task that started at st.Start and
+// ended with o.
+func endState(st State, o walk.Outcome, now time.Time) State {
+	st.Attempts = max(o.Attempts, 1)
+	st.End = now
+	switch {
+	case o.Err != nil:
+		st.Status, st.Err = StatusError, o.Err.Error()
+	case o.Changed:
+		st.Status, st.Changed = StatusSuccess, true
+	default:
+		st.Status = StatusNoop
+	}
+	return st
+}
+
+// end records, in tx, that d's task ended in st, if its claim still holds
+// it (false otherwise, with nothing of it written).
+func (fr *fleetRun) end(tx *store.Tx, ftx kv.FleetTx, cat *resources.Catalog, d fleetDone, st State, now time.Time) (bool, error) {
+	fp, c := d.t.plan, d.t.c
+	held, err := ftx.FleetComplete(c)
+	if err != nil || !held {
+		return false, err
+	}
+	// The task's own state first: its successors' decisions read it.
+	if err := fp.led.apply(tx, cat, c.Task, st); err != nil {
+		return false, err
+	}
+	next, err := fp.graph.countDown(ftx, c.UID, c.Task)
+	if err != nil {
+		return false, err
+	}
+	return true, fp.graph.release(tx, ftx, c.UID, next, now)
+}
+
+func (fr *fleetRun) progress(id string, st State) {
+	if fr.f.Settings.Progress != nil {
+		fr.f.Settings.Progress(id, st)
+	}
+}
+
+// giveBack returns claim c's task, which did not end on its own (why),
+// in tx: ready for another claim while it has retries left, else ERROR
+// as any failed task (its successors decided). A task of a killed plan
+// (its epoch moved) is ERROR "killed", which resume runs again.
+func (fr *fleetRun) giveBack(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, why string, now time.Time) error {
+	p, ok, err := ftx.FleetPlan(c.UID)
+	if err != nil || !ok {
+		return err
+	}
+	if why == whyKilled || p.Epoch != c.Epoch {
+		c.Epoch = p.Epoch
+		if _, err := ftx.FleetRelease(c, true); err != nil {
+			return err
+		}
+		return PutState(tx, c.UID, c.Task, State{Status: StatusError, Err: killed, End: now})
+	}
+	return fr.reclaimable(tx, ftx, c, "runner "+c.Owner+" stopped", now)
+}
+
+// reclaimable gives claim c's task back to be claimed again, which uses
+// one of its retries; with none left it ends ERROR with msg.
+func (fr *fleetRun) reclaimable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg string, now time.Time) error {
+	fp, err := fr.plan(c.UID)
+	if err != nil {
+		return err
+	}
+	info := fp.infos[c.Task]
+	if info != nil && c.Claims > info.retry {
+		ok, err := ftx.FleetRelease(c, false)
+		if err != nil || !ok {
+			return err
+		}
+		if err := PutState(tx, c.UID, c.Task, State{Status: StatusError, Err: msg, Attempts: c.Claims, End: now}); err != nil {
+			return err
+		}
+		next, err := fp.graph.countDown(ftx, c.UID, c.Task)
+		if err != nil {
+			return err
+		}
+		return fp.graph.release(tx, ftx, c.UID, next, now)
+	}
+	ok, err := ftx.FleetRelease(c, true)
+	if err != nil || !ok {
+		return err
+	}
+	return PutState(tx, c.UID, c.Task, State{Status: StatusPending})
+}
+
+// reap gives back the claims whose lease expired on the store's clock,
+// whichever runner held them.
+func (fr *fleetRun) reap() error {
+	now := fr.f.Settings.Now()
+	var reaped []kv.Claim
+	err := fr.db.Update(func(tx *store.Tx) error {
+		ftx, ok := tx.Fleet()
+		if !ok {
+			return ErrNoFleet
+		}
+		var err error
+		if reaped, err = ftx.FleetReap(64); err != nil {
+			return err
+		}
+		for _, c := range reaped {
+			if err := fr.reclaimable(tx, ftx, c, "lease of runner "+c.Owner+" expired", now); err != nil {
+				return err
+			}
+		}
+		if len(reaped) > 0 {
+			return tx.Notify(fleetTopic, "reaped")
+		}
+		return nil
+	})
+	if err == nil {
+		for _, c := range reaped {
+			fr.note("%s of plan %s: the lease of runner %s expired; it is ready again", c.Task, c.UID, c.Owner)
+		}
+	}
+	return err
+}
+
+// heartbeat renews the runner's claims every lease/4 (at most every
+// fleetPoll), kills the tasks whose claims are gone or whose plans were
+// killed, and, when it could not renew before its local deadline, kills
+// everything and suspends claiming until it can.
+func (fr *fleetRun) heartbeat(ctx context.Context) {
+	every := min(fr.lease/4, 2*fleetPoll)
+	if fr.f.poll > 0 {
+		every = min(every, fr.f.poll)
+	}
+	deadline := fr.lease - fr.lease/4
+	lastOK := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, deadline)
+		held, err := fr.fleet.Heartbeat(cctx, fr.f.Name, fr.lease)
+		cancel()
+		if err != nil {
+			if time.Since(lastOK) >= deadline {
+				fr.suspend()
+			}
+			continue
+		}
+		lastOK = sent
+		fr.resume()
+		fr.check(held, sent)
+	}
+}
+
+// check cancels the tasks claimed before sent that held does not hold
+// any more, and those whose plan's epoch moved (a kill).
+func (fr *fleetRun) check(held []kv.Claim, sent time.Time) {
+	by := make(map[string]kv.Claim, len(held))
+	for _, c := range held {
+		by[c.UID+"\x00"+c.Task] = c
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	for k, t := range fr.running {
+		c, ok := by[k]
+		switch {
+		case !ok || c.Fence != t.c.Fence:
+			if t.claimed.Before(sent) {
+				t.stop(whyLost)
+			}
+		case c.Epoch != t.c.Epoch:
+			t.stop(whyKilled)
+		}
+	}
+}
+
+// suspend kills every task the runner runs (their leases are about to
+// expire: another runner may claim them) and stops claiming.
+func (fr *fleetRun) suspend() {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if !fr.suspended {
+		fr.suspended = true
+		fr.note("cannot renew this runner's leases; killing its %d tasks and claiming nothing until it can", len(fr.running))
+	}
+	for _, t := range fr.running {
+		t.stop(whyLost)
+	}
+}
+
+func (fr *fleetRun) resume() {
+	fr.mu.Lock()
+	was := fr.suspended
+	fr.suspended = false
+	fr.mu.Unlock()
+	if was {
+		fr.note("leases renewed again; claiming")
+		fr.poke()
+	}
+}
+
+// killAll kills what the runner runs (a second SIGTERM, or the caller's
+// ctx), waits for it, and gives it back.
+func (fr *fleetRun) killAll() error {
+	fr.mu.Lock()
+	n := len(fr.running)
+	for _, t := range fr.running {
+		t.stop(whyDrain)
+	}
+	fr.mu.Unlock()
+	for ; n > 0; n = fr.count() {
+		fr.completeBatch(<-fr.done)
+	}
+	return context.Canceled
+}
+
+// settlePlan settles plan uid when its counts say nothing of it runs.
+func (fr *fleetRun) settlePlan(uid string) (bool, error) {
+	p, ok, err := fr.fleet.PlanState(context.Background(), uid)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return true, nil // settled already, by another runner
+	}
+	if p.Claimed > 0 || p.Live && p.Waiting+p.Ready > 0 {
+		return false, nil
+	}
+	return Settle(fr.db, uid, fr.f.Settings.Now())
+}
