@@ -20,6 +20,7 @@ import (
 	"github.com/solarops/solar/cmd/node"
 	orchcmd "github.com/solarops/solar/cmd/orch"
 	"github.com/solarops/solar/cmd/resource"
+	"github.com/solarops/solar/cmd/runner"
 	"github.com/solarops/solar/cmd/storecmd"
 )
 
@@ -106,6 +107,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		orchcmd.NewCmd(a),
 		node.NewCmd(a),
 		storecmd.NewCmd(a),
+		runner.NewCmd(a, version()),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

@@ -2,6 +2,7 @@ package orch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -64,6 +65,9 @@ func Submit(db *store.DB, uid string, o SubmitOptions) (*Record, map[string]Stat
 		if rr, live := liveRunner(tx, uid); live {
 			return rr.busy(uid)
 		}
+		if err := refuseResubmit(ftx, uid); err != nil {
+			return err
+		}
 		if states, err = States(tx, rec); err != nil {
 			return err
 		}
@@ -75,6 +79,33 @@ func Submit(db *store.DB, uid string, o SubmitOptions) (*Record, map[string]Stat
 		return submitRows(tx, ftx, rec, states, o)
 	})
 	return rec, states, err
+}
+
+// ErrSubmitted means a plan is already submitted and live: its runners
+// run it (follow it, or stop it first).
+var ErrSubmitted = errors.New("plan is already submitted to the runners")
+
+// refuseResubmit refuses to submit again a plan that is live, or whose
+// tasks still run after a stop.
+func refuseResubmit(ftx kv.FleetTx, uid string) error {
+	p, ok, err := ftx.FleetPlan(uid)
+	if err != nil || !ok {
+		return err
+	}
+	if p.Live {
+		return fmt.Errorf("%w: plan %s, by %s", ErrSubmitted, uid, p.By)
+	}
+	rows, err := ftx.FleetRows(uid)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.State == kv.RowClaimed {
+			return fmt.Errorf("%w: plan %s is stopping: %s still runs on runner %s; wait for it, then submit again",
+				ErrRunning, uid, r.Task, r.Owner)
+		}
+	}
+	return nil
 }
 
 // submitRows writes plan rec's rows from states, and what follows from

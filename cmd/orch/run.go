@@ -224,6 +224,11 @@ func runRun(opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if store.IsURL(path) {
+		if joined, err := joinFleet(opts, path, uid); joined || err != nil {
+			return err
+		}
+	}
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
 	in := interrupts(pr)
 	defer in.release()
@@ -248,22 +253,7 @@ func runRun(opts *RunOptions) error {
 		return err
 	}
 	pr.summary(rec, states)
-	if in.typed() {
-		if !orch.Done(states) {
-			fmt.Fprintf(a.IO.Err, "interrupted; solar orch resume %s finishes the plan\n", uid)
-		}
-		return &app.InterruptedError{}
-	}
-	// Stopped with tasks left: not a success, and before "some task
-	// failed", since the tasks a kill ended are ERROR.
-	if in.stopped() && !orch.Done(states) {
-		fmt.Fprintf(a.IO.Err, "stopped; solar orch resume %s finishes the plan\n", uid)
-		return &app.StoppedError{}
-	}
-	if n := count(states, orch.StatusError); n > 0 {
-		return &app.FailedError{Msg: app.Count(n, "task") + " failed"}
-	}
-	return nil
+	return runExit(a, uid, in, states)
 }
 
 // leaseTTL is $SOLAR_LEASE_TTL, the lease time of a run on a team store
