@@ -142,7 +142,18 @@ func (fr *fleetRun) end(tx *store.Tx, ftx kv.FleetTx, cat *resources.Catalog, d 
 	if err != nil {
 		return false, err
 	}
-	return true, fp.graph.release(tx, ftx, c.UID, next, now)
+	ready, err := fp.graph.release(tx, ftx, c.UID, next, now)
+	if err != nil {
+		return false, err
+	}
+	if ready > 1 {
+		// More work than this runner may take: the others hear of it
+		// now rather than at their next poll. (One notification per
+		// task would serialize commits: PostgreSQL queues them under
+		// one lock.)
+		return true, tx.Notify(fleetTopic, c.UID)
+	}
+	return true, nil
 }
 
 func (fr *fleetRun) progress(id string, st State) {
@@ -190,7 +201,8 @@ func (fr *fleetRun) reclaimable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg st
 		if err != nil {
 			return err
 		}
-		return fp.graph.release(tx, ftx, c.UID, next, now)
+		_, err = fp.graph.release(tx, ftx, c.UID, next, now)
+		return err
 	}
 	ok, err := ftx.FleetRelease(c, true)
 	if err != nil || !ok {
@@ -240,7 +252,9 @@ func (fr *fleetRun) heartbeat(ctx context.Context) {
 	if fr.f.poll > 0 {
 		every = min(every, fr.f.poll)
 	}
-	deadline := fr.lease - fr.lease/4
+	// Killing takes time (the grace before SIGKILL): a third of the lease
+	// is left for it before the lease expires on the store's clock.
+	deadline := fr.lease - fr.lease/3
 	lastOK := time.Now()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -251,7 +265,9 @@ func (fr *fleetRun) heartbeat(ctx context.Context) {
 		case <-tick.C:
 		}
 		sent := time.Now()
-		cctx, cancel := context.WithTimeout(ctx, deadline)
+		// A call that hangs (a cut link) must not outlast the deadline.
+		wait := max(deadline-time.Since(lastOK), every)
+		cctx, cancel := context.WithTimeout(ctx, wait)
 		held, err := fr.fleet.Heartbeat(cctx, fr.f.Name, fr.lease)
 		cancel()
 		if err != nil {

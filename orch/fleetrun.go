@@ -133,6 +133,9 @@ type fleetRun struct {
 
 const nodesEvery = 5 * time.Second
 
+// claimWait bounds one claim's transaction.
+const claimWait = 5 * time.Second
+
 // Run runs the fleet's tasks until ctx ends (a kill: what runs is killed
 // and given back) or drain is closed (nothing new is claimed; it returns
 // once what runs has ended), or, with Plan set, until that plan is
@@ -278,7 +281,11 @@ func (fr *fleetRun) claim() (int, error) {
 		filter.Nodes = nodes
 	}
 	now := fr.f.Settings.Now()
-	claims, err := fr.fleet.Claim(context.Background(), filter, func(c kv.Claim) (string, string, []byte) {
+	// A database that does not answer must not hold the loop (drain,
+	// kill, the ends of running tasks) for long.
+	ctx, cancel := context.WithTimeout(context.Background(), claimWait)
+	defer cancel()
+	claims, err := fr.fleet.Claim(ctx, filter, func(c kv.Claim) (string, string, []byte) {
 		raw, err := encodeState(State{Status: StatusInProgress, Start: now})
 		if err != nil {
 			return "", "", nil
