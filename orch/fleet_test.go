@@ -475,3 +475,44 @@ func TestFleetSkipReachesTheRows(t *testing.T) {
 	}
 	h.commits(uid)
 }
+
+// TestFleetReapsTheClaimOfAVanishedRunner: a runner that claimed a task
+// and vanished (it never heartbeats) loses it when its lease expires; a
+// runner that had not loaded the plan reaps it (loading the plan outside
+// the reaping transaction), the task uses a retry and runs to the end.
+func TestFleetReapsTheClaimOfAVanishedRunner(t *testing.T) {
+	one := 1
+	res := []fleetRes{{name: "a", mode: "ok", staged: true, retry: &one}, {name: "b", mode: "ok", staged: true}}
+	url, uid, dir := fleetStack(t, res, "after a.run b.run")
+	h := newFleetHarness(t, url)
+	h.submit(uid)
+	fleet, _ := h.db.Fleet()
+	begin := func(c kv.Claim) (string, string, []byte) {
+		raw, err := encodeState(State{Status: StatusInProgress, Start: time.Now()})
+		if err != nil {
+			t.Error(err)
+		}
+		return store.Plans, taskKey(c.UID, c.Task), raw
+	}
+	ghost, err := fleet.Claim(context.Background(), kv.ClaimFilter{Runner: "ghost", Max: 1, TTL: time.Second, Plan: uid}, begin)
+	if err != nil || len(ghost) != 1 || ghost[0].Task != "a.run#0" {
+		t.Fatalf("ghost's claim: %+v, %v", ghost, err)
+	}
+	r := h.start("r1", 2*time.Second)
+	states := h.follow(uid)
+	wantState(t, states, "a.run#0", StatusSuccess, "")
+	wantState(t, states, "b.run#0", StatusSuccess, "")
+	if got := runs(t, dir); got["a"] != 1 || got["b"] != 1 {
+		t.Errorf("runs %v, want one each", got)
+	}
+	var again kv.Claim
+	for _, c := range r.claimed() {
+		if c.Task == "a.run#0" {
+			again = c
+		}
+	}
+	if again.Claims != 2 || again.Fence <= ghost[0].Fence {
+		t.Errorf("a's claim by r1: %+v; want the second, with a fence after the ghost's %d", again, ghost[0].Fence)
+	}
+	h.commits(uid)
+}
