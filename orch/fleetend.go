@@ -86,6 +86,13 @@ func (fr *fleetRun) record(batch []fleetDone) {
 				return err
 			}
 			if !held {
+				// Fenced out. If only the plan's epoch moved (a kill
+				// after the task ended, before the heartbeat told),
+				// the claim is still this runner's, and only a give-back
+				// ends it: else its row stays claimed.
+				if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, whyKilled, now); err != nil {
+					return err
+				}
 				fenced = append(fenced, d.t.c)
 				continue
 			}
@@ -323,8 +330,12 @@ const loadClaims = 3
 // fewer than loadClaims times, else ERROR msg with its successors decided
 // (from the plan's graph alone, which needs no preparation). Without the
 // bound a runner that cannot load a plan would claim and give back its
-// task for ever.
+// task for ever. A claim of a killed plan is given back as giveBack does.
 func (fr *fleetRun) unloadable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg string, now time.Time) error {
+	if p, ok, err := ftx.FleetPlan(c.UID); err != nil || !ok || p.Epoch != c.Epoch {
+		// A killed plan's claim (matched on the new epoch), or nothing.
+		return fr.giveBack(tx, ftx, nil, c, whyKilled, now)
+	}
 	if c.Claims < loadClaims {
 		if ok, err := ftx.FleetRelease(c, true); err != nil || !ok {
 			return err

@@ -163,4 +163,16 @@ func TestFleetUnloadablePlan(t *testing.T) {
 	if ready, ok := ftx.set["n2.run#0"]; !ok || ready {
 		t.Errorf("successor's row: set %v (%v), want done", ready, ok)
 	}
+
+	// A claim of a plan killed meanwhile: ERROR "killed", as any.
+	path, uid = chain4(t)
+	c = kv.Claim{UID: uid, Task: "n1.run#0", Owner: "r1", Fence: 3, Epoch: 1, Claims: 1}
+	ftx = newFakeFleetTx(true)
+	ftx.plan = kv.FleetPlan{UID: uid, Epoch: 2}
+	states = fleetTxOn(t, path, uid, func(tx *store.Tx) error {
+		return fr.unloadable(tx, ftx, c, "load plan: broken", now)
+	})
+	if st := states[c.Task]; st.Status != StatusError || st.Err != killed {
+		t.Errorf("claim of a killed plan: %s %q, want ERROR killed", st.Status, st.Err)
+	}
 }
