@@ -84,7 +84,7 @@ runner, and the exit status is 5. A bbolt store has one runner per plan
 	c.Flags().IntVar(&opts.Concurrency, "concurrency", 4, "at most N tasks at once on this runner")
 	c.Flags().StringVar(&opts.Nodes, "nodes", "", "claim only tasks on nodes matching this tag expression")
 	c.Flags().BoolVar(&opts.NoLocal, "no-local", false, "claim no task that runs on this machine (only tasks with a node)")
-	c.Flags().DurationVar(&opts.Lease, "lease", orch.DefaultFleetLease, "how long claims outlive the runner's last heartbeat")
+	c.Flags().DurationVar(&opts.Lease, "lease", orch.DefaultFleetLease, "how long claims outlive the runner's last heartbeat, at least "+orch.MinLeaseTTL().String())
 	c.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "print every line the tasks print")
 	c.AddCommand(newCmdList(a))
 	return c
