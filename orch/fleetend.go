@@ -420,6 +420,48 @@ func (fr *fleetRun) check(held []kv.Claim, sent time.Time) {
 			t.stop(whyKilled)
 		}
 	}
+	fr.findStrays(held)
+}
+
+// findStrays gives back the claims the store says this runner holds but
+// it does not run (a claim whose commit was lost with its connection,
+// which the runner never heard of): once a claim is seen so twice in a
+// row (the first time it may be a claim the loop has not started yet). Its
+// heartbeats would otherwise renew it for ever. The caller holds mu.
+func (fr *fleetRun) findStrays(held []kv.Claim) {
+	seen := map[int64]bool{}
+	var back []kv.Claim
+	for _, c := range held {
+		if t := fr.running[c.UID+"\x00"+c.Task]; t != nil && t.c.Fence == c.Fence {
+			continue
+		}
+		seen[c.Fence] = true
+		if fr.strays[c.Fence] {
+			back = append(back, c)
+		}
+	}
+	fr.strays = seen
+	if len(back) == 0 {
+		return
+	}
+	go func() {
+		err := fr.db.Update(func(tx *store.Tx) error {
+			ftx, ok := tx.Fleet()
+			if !ok {
+				return ErrNoFleet
+			}
+			for _, c := range back {
+				if _, err := ftx.FleetRelease(c, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			fr.note("gave back %d claims this runner held without running them", len(back))
+			fr.poke()
+		}
+	}()
 }
 
 // suspend kills every task the runner runs (their leases are about to
