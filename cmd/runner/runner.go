@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -122,7 +123,7 @@ func run(opts *Options) error {
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
 	drain := make(chan struct{})
-	killed := false
+	var killed atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -132,12 +133,12 @@ func run(opts *Options) error {
 		close(drain)
 		<-sigs
 		log.printf("killing running tasks; they are ready again for other runners")
-		killed = true
+		killed.Store(true)
 		kill()
 	}()
 	log.printf("runner %s started (concurrency %d, lease %s) on %s", opts.Name, opts.Concurrency, opts.Lease, store.Redact(path))
 	err = f.Run(ctx, drain)
-	if errors.Is(err, context.Canceled) || killed {
+	if errors.Is(err, context.Canceled) || killed.Load() {
 		return &app.StoppedError{}
 	}
 	if err == nil {
