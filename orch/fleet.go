@@ -165,7 +165,7 @@ func submitRows(tx *store.Tx, ftx kv.FleetTx, rec *Record, states map[string]Sta
 	if err := ftx.FleetSubmit(plan, rows); err != nil {
 		return err
 	}
-	if err := g.release(tx, ftx, uid, free, now); err != nil {
+	if _, err := g.release(tx, ftx, uid, free, now); err != nil {
 		return err
 	}
 	if err := SetOpen(tx, uid, true); err != nil {
@@ -250,21 +250,22 @@ func (g *fleetGraph) decide(tx *store.Tx, uid, id string) (State, bool, error) {
 
 // release decides the tasks free, which wait for no predecessor any more:
 // ready to be claimed, or skipped (their state written), which in turn
-// counts them off their own successors, and so on.
-func (g *fleetGraph) release(tx *store.Tx, ftx kv.FleetTx, uid string, free []string, now time.Time) error {
+// counts them off their own successors, and so on. It returns how many
+// it made ready.
+func (g *fleetGraph) release(tx *store.Tx, ftx kv.FleetTx, uid string, free []string, now time.Time) (int, error) {
 	var ready, done []string
 	for len(free) > 0 {
 		id := free[len(free)-1]
 		free = free[:len(free)-1]
 		cur, err := TaskState(tx, uid, id)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		st, run := cur, false
 		// A task another command skipped stays skipped (apply's rule).
 		if !cur.Status.Finished() {
 			if st, run, err = g.decide(tx, uid, id); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if run {
@@ -274,20 +275,20 @@ func (g *fleetGraph) release(tx *store.Tx, ftx kv.FleetTx, uid string, free []st
 		if !cur.Status.Finished() {
 			st.End = now
 			if err := PutState(tx, uid, id, st); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		done = append(done, id)
 		next, err := g.countDown(ftx, uid, id)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		free = append(free, next...)
 	}
 	if err := ftx.FleetSet(uid, ready, true); err != nil {
-		return err
+		return 0, err
 	}
-	return ftx.FleetSet(uid, done, false)
+	return len(ready), ftx.FleetSet(uid, done, false)
 }
 
 // countDown counts finished task id off its successors and returns those
@@ -477,7 +478,7 @@ func fleetSkipped(tx *store.Tx, uid string, ids []string, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if err := g.release(tx, ftx, uid, next, now); err != nil {
+		if _, err := g.release(tx, ftx, uid, next, now); err != nil {
 			return err
 		}
 	}

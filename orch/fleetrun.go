@@ -129,9 +129,16 @@ type fleetRun struct {
 	// every nodesEvery; nil when it has none.
 	nodes     []string
 	nodesRead time.Time
+	// unrecorded are ended tasks whose record failed, and lastRecord when
+	// a record was last tried (retryRecord); the loop's goroutine only.
+	unrecorded []fleetDone
+	lastRecord time.Time
 }
 
 const nodesEvery = 5 * time.Second
+
+// claimWait bounds one claim's transaction.
+const claimWait = 5 * time.Second
 
 // Run runs the fleet's tasks until ctx ends (a kill: what runs is killed
 // and given back) or drain is closed (nothing new is claimed; it returns
@@ -180,10 +187,12 @@ func (fr *fleetRun) loop(ctx context.Context, drain <-chan struct{}) error {
 	reapEvery := max(fr.lease/4, poll)
 	lastReap := time.Time{}
 	draining := false
+	claimErr := "" // the last claim's failure, told once
 	for {
 		if ctx.Err() != nil {
 			return fr.killAll()
 		}
+		fr.retryRecord()
 		if time.Since(lastReap) >= reapEvery {
 			lastReap = time.Now()
 			if err := fr.reap(); err != nil {
@@ -193,8 +202,14 @@ func (fr *fleetRun) loop(ctx context.Context, drain <-chan struct{}) error {
 		claimed := 0
 		if !draining {
 			n, err := fr.claim()
-			if err != nil {
+			switch {
+			case err != nil && err.Error() != claimErr:
+				// Once per kind of failure, not every poll of an outage.
 				fr.note("claiming: %v", err)
+				claimErr = err.Error()
+			case err == nil && claimErr != "":
+				fr.note("claiming again")
+				claimErr = ""
 			}
 			claimed = n
 		}
@@ -278,7 +293,11 @@ func (fr *fleetRun) claim() (int, error) {
 		filter.Nodes = nodes
 	}
 	now := fr.f.Settings.Now()
-	claims, err := fr.fleet.Claim(context.Background(), filter, func(c kv.Claim) (string, string, []byte) {
+	// A database that does not answer must not hold the loop (drain,
+	// kill, the ends of running tasks) for long.
+	ctx, cancel := context.WithTimeout(context.Background(), claimWait)
+	defer cancel()
+	claims, err := fr.fleet.Claim(ctx, filter, func(c kv.Claim) (string, string, []byte) {
 		raw, err := encodeState(State{Status: StatusInProgress, Start: now})
 		if err != nil {
 			return "", "", nil
