@@ -31,17 +31,23 @@ func TestFleetNoDoubleClaim(t *testing.T) {
 	tasks := names("t", 40)
 	f.resources(tasks, "tenths=3")
 	f.must(0, "ch", "process")
-	f.must(0, "orch", "submit", "last", "--detach")
+	// The runners wait before the plan is submitted: its notification
+	// wakes them together, and they claim from the same ready rows at
+	// once, as they do again each time tasks end.
 	var rs []*fleetRunner
 	for i := 1; i <= 3; i++ {
-		rs = append(rs, f.runner(fmt.Sprintf("r%d", i), "--concurrency", "4"))
+		rs = append(rs, f.spawn(fmt.Sprintf("r%d", i), "runner", "--name", fmt.Sprintf("r%d", i), "--lease", f.lease.String(), "--concurrency", "4"))
 	}
+	for _, r := range rs {
+		r.waitLog(`runner `+r.name+` started`, 20*time.Second)
+	}
+	f.must(0, "orch", "submit", "last", "--detach")
 	rep := f.waitFinished(90*time.Second, rs...)
-	if rep.Totals["SUCCESS"] != len(tasks) {
-		t.Fatalf("totals %v, want %d SUCCESS", rep.Totals, len(tasks))
-	}
 	if o := f.lines("overlap"); o != nil {
 		t.Fatalf("two attempts of one task ran at once: %v", o)
+	}
+	if rep.Totals["SUCCESS"] != len(tasks) {
+		t.Fatalf("totals %v, want %d SUCCESS", rep.Totals, len(tasks))
 	}
 	ran := map[string]int{}
 	for _, s := range f.spans() {
@@ -179,7 +185,7 @@ func checkRunners(t *testing.T, recs []struct {
 func TestFleetFrozenRunner(t *testing.T) {
 	t.Parallel()
 	f := newFleetEnv(t, pgtest.Shared(t))
-	f.resources([]string{"cold"}, "tenths=60", "--meta", "retry=1")
+	f.resources([]string{"cold"}, "tenths=60", "lock=0", "--meta", "retry=1")
 	f.must(0, "ch", "process")
 	f.must(0, "orch", "submit", "last", "--detach")
 	a := f.runner("frozen")

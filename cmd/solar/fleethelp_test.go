@@ -29,7 +29,9 @@ import (
 // fleetBase is the base of every fleet test's resources. Its script,
 // for resource R with fence F:
 //   - takes an exclusive flock on out/lock-R, or appends "R F" to
-//     out/overlap and fails: two live attempts of one task;
+//     out/overlap and fails: two live attempts of one task (lock=0
+//     skips it, for attempts that stand for two machines, one frozen
+//     while it holds the lock);
 //   - writes its pid to out/pid-R-F and touches out/started-R-F;
 //   - fails when out/fail-R exists;
 //   - runs for tenths tenths of a second, or hold tenths the first time
@@ -48,10 +50,13 @@ inputs:
   out: {schema: str!}
   tenths: {schema: int, value: 2}
   hold: {schema: int, value: 0}
+  lock: {schema: int, value: 1}
 `,
 	"actions/run.sh": `o=$SOLAR_INPUT_OUT r=$SOLAR_RESOURCE f=$SOLAR_FENCE
-exec 9>"$o/lock-$r"
-if ! flock -n 9; then echo "$r $f" >>"$o/overlap"; exit 1; fi
+if [ "$SOLAR_INPUT_LOCK" = 1 ]; then
+	exec 9>"$o/lock-$r"
+	flock -n 9 || { echo "$r $f" >>"$o/overlap"; exit 1; }
+fi
 echo $$ >"$o/pid-$r-$f"
 : >"$o/started-$r-$f"
 start=$(date +%s%N)
