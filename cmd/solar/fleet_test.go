@@ -228,27 +228,32 @@ func TestFleetFrozenRunner(t *testing.T) {
 }
 
 // TestFleetLimits: a sema of 1 and --per-node 1 hold across two runners:
-// no two holders of the semaphore, and no two tasks on node n1, ran at
-// once, while tasks without limits did.
+// the first runner holds the semaphore and node n1 when the second comes
+// and then drains, so that the second, idle, finds their next tasks ready
+// and must wait; no two holders of the semaphore, and no two tasks on n1,
+// ran at once, while tasks without limits did.
 func TestFleetLimits(t *testing.T) {
 	t.Parallel()
 	f := newFleetEnv(t, pgtest.Shared(t))
 	f.must(0, "resource", "create", "n1", filepath.Join(f.repo, "testdata", "resources", "node"), "ip=127.0.0.1")
 	f.must(0, "ch", "process")
 	f.must(0, "orch", "run-once", "last")
-	f.resources(names("s", 4), "tenths=8", "--meta", "sema=x:1")
-	f.resources(names("p", 4), "tenths=8")
-	f.resources(names("c", 4), "tenths=8")
-	for _, p := range names("p", 4) {
+	f.resources(names("s", 3), "tenths=15", "--meta", "sema=x:1")
+	f.resources(names("p", 3), "tenths=15")
+	f.resources(names("c", 4), "tenths=15")
+	for _, p := range names("p", 3) {
 		f.must(0, "connect", "n1", p)
 	}
 	f.must(0, "ch", "process")
 	f.must(0, "orch", "submit", "last", "--detach", "--per-node", "1")
-	a := f.runner("left", "--concurrency", "4")
-	b := f.runner("right", "--concurrency", "4")
+	a := f.runner("first", "--concurrency", "4")
+	f.waitPath("started-s*", 20*time.Second)
+	f.waitPath("started-p*", 20*time.Second)
+	b := f.runner("second", "--concurrency", "4")
+	a.drain()
 	rep := f.waitFinished(60*time.Second, a, b)
-	if rep.Totals["SUCCESS"] != 12 {
-		t.Fatalf("totals %v, want 12 SUCCESS", rep.Totals)
+	if rep.Totals["SUCCESS"] != 10 {
+		t.Fatalf("totals %v, want 10 SUCCESS", rep.Totals)
 	}
 	spans := f.spans()
 	if x, y, ok := overlapping(spans, `^s`); ok {
@@ -260,8 +265,18 @@ func TestFleetLimits(t *testing.T) {
 	if _, _, ok := overlapping(spans, `^c`); !ok {
 		t.Errorf("no two tasks without limits ran at once: the test shows nothing")
 	}
-	t.Logf("claims: left %v, right %v", a.claimedTasks(), b.claimedTasks())
-	a.drain()
+	for _, g := range []string{"s", "p"} {
+		var in []string
+		for _, task := range b.claimedTasks() {
+			if strings.HasPrefix(task, g) {
+				in = append(in, task)
+			}
+		}
+		if len(in) == 0 {
+			t.Errorf("the second runner ran no task of %s*: the limit was not shared", g)
+		}
+	}
+	t.Logf("claims: first %v, second %v", a.claimedTasks(), b.claimedTasks())
 	b.drain()
 }
 
