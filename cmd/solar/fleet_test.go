@@ -356,6 +356,11 @@ func TestFleetPostgresRestart(t *testing.T) {
 	if err := srv.Crash(); err != nil {
 		t.Fatal(err)
 	}
+	done := len(f.lines("spans"))
+	if done >= len(tasks) {
+		t.Fatalf("every task had run when PostgreSQL crashed: the test shows nothing")
+	}
+	t.Logf("PostgreSQL crashed after %d of %d tasks", done, len(tasks))
 	time.Sleep(2 * time.Second)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -366,6 +371,13 @@ func TestFleetPostgresRestart(t *testing.T) {
 	}
 	if o := f.lines("overlap"); o != nil {
 		t.Errorf("two attempts of one task ran at once: %v", o)
+	}
+	for _, r := range []*fleetRunner{a, b} {
+		for _, l := range strings.Split(r.said(), "\n") {
+			if strings.Contains(l, "recording") || strings.Contains(l, "renew") || strings.Contains(l, "claiming:") {
+				t.Logf("%s: %s", r.name, l)
+			}
+		}
 	}
 	a.drain()
 	b.drain()
@@ -448,8 +460,11 @@ func TestFleetSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidRaw)))
-	f.must(0, "orch", "stop", "last", "--kill")
+	if !running(pid) {
+		t.Fatalf("the task's script (pid %d) does not run", pid)
+	}
 	asked := time.Now()
+	f.must(0, "orch", "stop", "last", "--kill")
 	for running(pid) {
 		if time.Since(asked) > 2*time.Second {
 			t.Fatalf("the task still runs 2s after orch stop --kill:\n%s", r.said())
