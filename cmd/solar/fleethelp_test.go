@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/solarops/solar/internal/sshdtest"
 	"github.com/solarops/solar/orch"
 )
 
@@ -88,7 +89,7 @@ func newFleetEnv(t *testing.T, db string) *fleetEnv {
 	t.Helper()
 	for _, tool := range []string{"flock", "date"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed: apt-get install util-linux coreutils", tool)
+			sshdtest.Require(t, tool, "apt-get install util-linux coreutils")
 		}
 	}
 	dir := t.TempDir()
