@@ -171,9 +171,15 @@ func checkRunners(t *testing.T, recs []struct {
 		return
 	}
 	// A runner killed mid-attempt may record no end of it: the last
-	// attempt's runner is the one that finished the task.
-	if got[len(got)-1] != want[len(want)-1] || len(got) > 1 && got[0] != want[0] {
-		t.Errorf("the report's attempts were run by %q, want %q", got, want)
+	// attempt's runner is the one that finished the task, and every
+	// attempt was run by one of want.
+	if got[len(got)-1] != want[len(want)-1] {
+		t.Errorf("the report's attempts were run by %q, want the last by %s", got, want[len(want)-1])
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("the report's attempts were run by %q, want only %q", got, want)
+		}
 	}
 }
 
@@ -218,6 +224,10 @@ func TestFleetFrozenRunner(t *testing.T) {
 	}
 	if side := f.lines("side-cold"); !slices.Equal(side, want) {
 		t.Errorf("side effects of cold: %v, want only the second claim's %v (the frozen runner's script went on)", side, want)
+	}
+	// The task's record is the second claim's: its one attempt.
+	if recs := task.AttemptRecords; len(recs) != 1 || recs[0].Number != b.claims()[0].attempt {
+		t.Errorf("cold.run#0's record holds attempts %+v, want only the warm runner's attempt %d", recs, b.claims()[0].attempt)
 	}
 	checkRunners(t, task.AttemptRecords, "warm")
 	if n := len(a.claims()); n != 1 {
@@ -327,7 +337,7 @@ func TestFleetDrain(t *testing.T) {
 	if side := f.lines("side-next"); len(side) != 1 || side[0] != strconv.FormatInt(c.claims()[0].fence, 10) {
 		t.Errorf("side effects of next: %v, want only the other runner's", side)
 	}
-	checkRunners(t, task.AttemptRecords, "other")
+	checkRunners(t, task.AttemptRecords, "killed", "other")
 	c.drain()
 }
 

@@ -387,16 +387,18 @@ func (r *fleetRunner) waitLog(re string, bound time.Duration) []string {
 type claim struct {
 	task, uid string
 	fence     int64
+	attempt   int // SOLAR_ATTEMPT of its attempt
 }
 
-var claimedLine = regexp.MustCompile(`(?m)claimed (\S+) of plan (\S+) \(fence (\d+), attempt \d+\)`)
+var claimedLine = regexp.MustCompile(`(?m)claimed (\S+) of plan (\S+) \(fence (\d+), attempt (\d+)\)`)
 
 // claims are the claims the runner said it made.
 func (r *fleetRunner) claims() []claim {
 	var out []claim
 	for _, m := range claimedLine.FindAllStringSubmatch(r.said(), -1) {
 		n, _ := strconv.ParseInt(m[3], 10, 64)
-		out = append(out, claim{task: m[1], uid: m[2], fence: n})
+		a, _ := strconv.Atoi(m[4])
+		out = append(out, claim{task: m[1], uid: m[2], fence: n, attempt: a})
 	}
 	return out
 }
