@@ -343,7 +343,9 @@ func TestFleetDrain(t *testing.T) {
 
 // TestFleetPostgresRestart: PostgreSQL crashes (pg_ctl -m immediate) and
 // comes back while two runners run a plan: they reconnect and the plan
-// finishes with every task SUCCESS.
+// finishes with every task SUCCESS, each committed once. Tasks have
+// retries: a runner that cannot renew its leases while the server is
+// down kills its tasks, which then run again.
 func TestFleetPostgresRestart(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Own(t)
@@ -382,6 +384,9 @@ func TestFleetPostgresRestart(t *testing.T) {
 	if o := f.lines("overlap"); o != nil {
 		t.Errorf("two attempts of one task ran at once: %v", o)
 	}
+	// A completion whose commit the crash cut is tried again: it must
+	// not commit twice.
+	checkCommittedOnce(t, f, rep.UID, tasks)
 	for _, r := range []*fleetRunner{a, b} {
 		for _, l := range strings.Split(r.said(), "\n") {
 			if strings.Contains(l, "recording") || strings.Contains(l, "renew") || strings.Contains(l, "claiming:") {
