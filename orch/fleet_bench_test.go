@@ -227,10 +227,16 @@ func submit(b *testing.B, url, uid string, conc int) time.Time {
 	return time.Now()
 }
 
-// xacts is the number of transactions the database at url committed or
-// rolled back. Backends send their counts when they end (or after up to
-// 10 s idle): read it once the runners' connections are closed.
-func xacts(b *testing.B, url string) int64 {
+// pgCounts are what a benchmark counts on its server: transactions
+// (committed or rolled back) in one database, and syncs of the WAL to
+// disk in the whole server (a benchmark is alone on it).
+type pgCounts struct{ xact, syncs int64 }
+
+// countPG reads the counts of the database at url. Backends send their
+// counts when they end (or after up to 10 s idle): read it once the
+// runners' connections are closed. The read itself is one transaction,
+// counted in the next read.
+func countPG(b *testing.B, url string) pgCounts {
 	b.Helper()
 	ctx := context.Background()
 	time.Sleep(200 * time.Millisecond) // closed backends report on exit
@@ -239,28 +245,47 @@ func xacts(b *testing.B, url string) int64 {
 		b.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+	var c pgCounts
+	err = conn.QueryRow(ctx, `SELECT (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()),
+		(SELECT wal_sync FROM pg_stat_wal)`).Scan(&c.xact, &c.syncs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return n
+	return c
 }
 
-// fleetRun is one plan of n tasks run by k runners of concurrency conc:
-// the wall time from its submission to its last task's commit, and the
-// transactions per task over the runners' lives (their registration,
+// pgCost is pgCounts per task.
+type pgCost struct{ xact, syncs float64 }
+
+// costSince is the cost per task of n tasks from before to the counts
+// now (the read of before taken off).
+func costSince(b *testing.B, url string, before pgCounts, n int) pgCost {
+	after := countPG(b, url)
+	return pgCost{xact: float64(after.xact-before.xact-1) / float64(n), syncs: float64(after.syncs-before.syncs) / float64(n)}
+}
+
+func (c *pgCost) add(d pgCost) { c.xact += d.xact; c.syncs += d.syncs }
+
+// report reports the mean cost of b.N runs, named with prefix.
+func (c pgCost) report(b *testing.B, prefix string) {
+	b.ReportMetric(c.xact/float64(b.N), prefix+"xact/task")
+	b.ReportMetric(c.syncs/float64(b.N), prefix+"walsync/task")
+}
+
+// fleetResult is one plan of n tasks run by k runners of concurrency
+// conc: the wall time from its submission to its last task's commit, and
+// the cost per task over the runners' lives (their registration,
 // heartbeats and the submission included).
 type fleetResult struct {
-	wall     time.Duration
-	xactTask float64
-	clk      *fleetClock
-	ready    time.Time // when the submission committed
+	wall  time.Duration
+	cost  pgCost
+	clk   *fleetClock
+	ready time.Time // when the submission committed
 }
 
 func runFleetPlan(b *testing.B, url, uid string, n, k, conc int, clk *fleetClock) fleetResult {
 	b.Helper()
-	before := xacts(b, url)
+	before := countPG(b, url)
 	rs := startRunners(b, url, k, conc, clk)
 	b.StartTimer()
 	ready := submit(b, url, uid, max(10, k*conc))
@@ -269,8 +294,7 @@ func runFleetPlan(b *testing.B, url, uid string, n, k, conc int, clk *fleetClock
 	b.StopTimer()
 	rs.stop(b)
 	clk.close()
-	after := xacts(b, url)
-	return fleetResult{wall: wall, xactTask: float64(after-before-1) / float64(n), clk: clk, ready: ready}
+	return fleetResult{wall: wall, cost: costSince(b, url, before, n), clk: clk, ready: ready}
 }
 
 // benchClaimSubmit: a plan of independent tasks, as many as the idle
@@ -301,14 +325,14 @@ func benchClaimSubmit(b *testing.B, e *fleetEnv) {
 func benchClaimChain(b *testing.B, e *fleetEnv) {
 	const n, k, conc = 300, 3, 4
 	var lat []time.Duration
-	var xt float64
+	var cost pgCost
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		url := e.database(b)
 		clk := newFleetClock(b, n, true)
 		_, uid := benchStoreAt(b, url, "chain", n, fleetBase(b), map[string]any{"fifo": clk.fifoPath()})
 		res := runFleetPlan(b, url, uid, n, k, conc, clk)
-		xt += res.xactTask
+		cost.add(res.cost)
 		slices.SortFunc(clk.ends, func(a, b time.Time) int { return a.Compare(b) })
 		for _, at := range clk.starts {
 			j, _ := slices.BinarySearchFunc(clk.ends, at, func(e, t time.Time) int { return e.Compare(t) })
@@ -321,7 +345,7 @@ func benchClaimChain(b *testing.B, e *fleetEnv) {
 		}
 	}
 	reportLatency(b, lat)
-	b.ReportMetric(xt/float64(b.N), "xact/task")
+	cost.report(b, "")
 }
 
 // reportLatency reports the median, 99th percentile and maximum of lat.
@@ -367,7 +391,7 @@ func benchFleetChain(b *testing.B, e *fleetEnv) {
 		b.Fatal(err)
 	}
 	var one, three time.Duration
-	var xt float64
+	var cost pgCost
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		for _, k := range []int{1, 3} {
@@ -376,7 +400,7 @@ func benchFleetChain(b *testing.B, e *fleetEnv) {
 			res := runFleetPlan(b, url, uid, n, k, conc, newFleetClock(b, n, false))
 			if k == 1 {
 				one += res.wall
-				xt += res.xactTask
+				cost.add(res.cost)
 			} else {
 				three += res.wall
 			}
@@ -385,7 +409,7 @@ func benchFleetChain(b *testing.B, e *fleetEnv) {
 	b.ReportMetric(float64(one.Milliseconds())/float64(b.N), "one-ms")
 	b.ReportMetric(float64(three.Milliseconds())/float64(b.N), "three-ms")
 	b.ReportMetric(float64(three)/float64(one), "x-one")
-	b.ReportMetric(xt/float64(b.N), "xact/task")
+	cost.report(b, "")
 }
 
 // benchClassicChain: the same chain by classic run-once (never submitted)
@@ -397,6 +421,7 @@ func benchClassicChain(b *testing.B, e *fleetEnv) {
 		b.Fatal(err)
 	}
 	var pg, bolt time.Duration
+	var cost pgCost
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		for _, sum := range []*time.Duration{&pg, &bolt} {
@@ -405,16 +430,24 @@ func benchClassicChain(b *testing.B, e *fleetEnv) {
 				loc = e.database(b)
 			}
 			path, uid := benchStoreAt(b, loc, "chain", n, dir, map[string]any{"dir": b.TempDir()})
+			var before pgCounts
+			if sum == &pg {
+				before = countPG(b, loc)
+			}
 			b.StartTimer()
 			start := time.Now()
 			runBench(b, path, uid, n)
 			*sum += time.Since(start)
 			b.StopTimer()
+			if sum == &pg {
+				cost.add(costSince(b, loc, before, n))
+			}
 		}
 	}
 	b.ReportMetric(float64(pg.Milliseconds())/float64(b.N), "postgres-ms")
 	b.ReportMetric(float64(bolt.Milliseconds())/float64(b.N), "bbolt-ms")
 	b.ReportMetric(float64(pg)/float64(bolt), "x-bbolt")
+	cost.report(b, "postgres-")
 }
 
 // benchFleetNoop: independent noop-handler tasks (no script) on one
@@ -422,15 +455,15 @@ func benchClassicChain(b *testing.B, e *fleetEnv) {
 func benchFleetNoop(b *testing.B, e *fleetEnv, conc int) {
 	const n = 2000
 	var wall time.Duration
-	var xt float64
+	var cost pgCost
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		url := e.database(b)
 		_, uid := benchStoreAt(b, url, "independent", n, "../testdata/resources/noop", nil)
 		res := runFleetPlan(b, url, uid, n, 1, conc, newFleetClock(b, n, false))
 		wall += res.wall
-		xt += res.xactTask
+		cost.add(res.cost)
 	}
 	b.ReportMetric(float64(n*b.N)/wall.Seconds(), "tasks/s")
-	b.ReportMetric(xt/float64(b.N), "xact/task")
+	cost.report(b, "")
 }
