@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/solarops/solar/internal/pgtest"
 	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/store/kv"
 )
 
 // BenchmarkFleet measures the fleet's speed targets (issue 31) on a local
@@ -86,6 +87,7 @@ type fleetClock struct {
 	mu     sync.Mutex
 	ends   []time.Time // in order
 	starts map[string]time.Time
+	claims map[string]time.Time // when the claim returned (Claimed)
 	ended  int
 	want   int
 	all    chan struct{} // closed when want tasks ended
@@ -97,7 +99,7 @@ type fleetClock struct {
 // makes a FIFO (its path is fifoPath) and reads it until close.
 func newFleetClock(b *testing.B, want int, withFIFO bool) *fleetClock {
 	b.Helper()
-	c := &fleetClock{starts: map[string]time.Time{}, want: want, all: make(chan struct{}), read: make(chan struct{})}
+	c := &fleetClock{starts: map[string]time.Time{}, claims: map[string]time.Time{}, want: want, all: make(chan struct{}), read: make(chan struct{})}
 	if !withFIFO {
 		close(c.read)
 		return c
@@ -141,6 +143,14 @@ func (c *fleetClock) progress(string, State) {
 	}
 }
 
+// claimed is the runners' Claimed: it is called once a claim committed.
+func (c *fleetClock) claimed(cl kv.Claim) {
+	at := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claims[cl.Task] = at
+}
+
 // wait waits for every task to end, at most limit.
 func (c *fleetClock) wait(b *testing.B, limit time.Duration) {
 	b.Helper()
@@ -174,7 +184,7 @@ func startRunners(b *testing.B, url string, k, conc int, clk *fleetClock) *fleet
 	rs := &fleetRunners{drain: make(chan struct{}), errs: make(chan error, k), k: k}
 	for i := range k {
 		f := &FleetRunner{Store: store.NewHandle(url), Name: fmt.Sprintf("bench%d", i), Concurrency: conc,
-			Settings: Runner{Progress: clk.progress, Note: func(s string) { b.Logf("runner bench%d: %s", i, s) }}}
+			Claimed: clk.claimed, Settings: Runner{Progress: clk.progress, Note: func(s string) { b.Logf("runner bench%d: %s", i, s) }}}
 		go func() { rs.errs <- f.Run(context.Background(), rs.drain) }()
 	}
 	db := openStore(b, url)
@@ -302,21 +312,23 @@ func runFleetPlan(b *testing.B, url, uid string, n, k, conc int, clk *fleetClock
 // commit. A runner's first task of a plan also loads the plan.
 func benchClaimSubmit(b *testing.B, e *fleetEnv) {
 	const n, k, conc = 12, 3, 4
-	var lat []time.Duration
+	var lat, claim []time.Duration
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		url := e.database(b)
 		clk := newFleetClock(b, n, true)
 		_, uid := benchStoreAt(b, url, "independent", n, fleetBase(b), map[string]any{"fifo": clk.fifoPath()})
 		res := runFleetPlan(b, url, uid, n, k, conc, clk)
-		for _, at := range clk.starts {
+		for task, at := range clk.starts {
 			lat = append(lat, at.Sub(res.ready))
+			claim = append(claim, clk.claims[task].Sub(res.ready))
 		}
 		if len(clk.starts) != n {
 			b.Fatalf("%d of %d scripts told their start", len(clk.starts), n)
 		}
 	}
-	reportLatency(b, lat)
+	reportLatency(b, lat, "")
+	reportLatency(b, claim, "claimed-")
 }
 
 // benchClaimChain: a shell chain on three idle runners: each script's
@@ -344,19 +356,20 @@ func benchClaimChain(b *testing.B, e *fleetEnv) {
 			b.Fatalf("%d latencies of %d tasks after a predecessor", len(lat), (i+1)*(n-1))
 		}
 	}
-	reportLatency(b, lat)
+	reportLatency(b, lat, "")
 	cost.report(b, "")
 }
 
-// reportLatency reports the median, 99th percentile and maximum of lat.
-func reportLatency(b *testing.B, lat []time.Duration) {
+// reportLatency reports the median, 99th percentile and maximum of lat,
+// named with prefix.
+func reportLatency(b *testing.B, lat []time.Duration, prefix string) {
 	slices.Sort(lat)
 	q := func(p float64) float64 {
 		return float64(lat[min(int(p*float64(len(lat))), len(lat)-1)].Microseconds()) / 1000
 	}
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(q(1), "max-ms")
+	b.ReportMetric(q(0.5), prefix+"p50-ms")
+	b.ReportMetric(q(0.99), prefix+"p99-ms")
+	b.ReportMetric(q(1), prefix+"max-ms")
 }
 
 // benchSleep: 36 one-second tasks on one runner of concurrency 4, then
