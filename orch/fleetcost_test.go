@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/store/kv"
 )
 
 // TestFleetPlanLoadsOnce: the tasks of a claim batch that start together
@@ -52,5 +53,31 @@ func TestFleetPlanLoadsOnce(t *testing.T) {
 		if fp == nil || fp != got[0] {
 			t.Fatalf("task %d got plan %p, task 0 %p: want one shared plan", i, fp, got[0])
 		}
+	}
+}
+
+// setCounter is a FleetTx that counts its FleetSet calls (each a round
+// trip on PostgreSQL); nothing else of it is called.
+type setCounter struct {
+	kv.FleetTx
+	sets int
+}
+
+func (s *setCounter) FleetSet(string, []string, bool) error {
+	s.sets++
+	return nil
+}
+
+// TestFleetReleaseOfNothingCostsNothing: a completion that frees no
+// successor (an independent task, the last of a chain) sets no rows: on
+// PostgreSQL each set is a round trip of the completion's transaction.
+func TestFleetReleaseOfNothingCostsNothing(t *testing.T) {
+	ftx := &setCounter{}
+	ready, err := (&fleetGraph{}).release(nil, ftx, "p", nil, time.Now())
+	if err != nil || ready != 0 {
+		t.Fatalf("release of nothing: %d ready, %v", ready, err)
+	}
+	if ftx.sets != 0 {
+		t.Errorf("release of nothing set rows %d times, want 0", ftx.sets)
 	}
 }
