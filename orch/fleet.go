@@ -285,10 +285,17 @@ func (g *fleetGraph) release(tx *store.Tx, ftx kv.FleetTx, uid string, free []st
 		}
 		free = append(free, next...)
 	}
-	if err := ftx.FleetSet(uid, ready, true); err != nil {
-		return 0, err
+	// Each set is a round trip: a task with no successor to decide (the
+	// last of a chain, any independent task) costs none.
+	if len(ready) > 0 {
+		if err := ftx.FleetSet(uid, ready, true); err != nil {
+			return 0, err
+		}
 	}
-	return len(ready), ftx.FleetSet(uid, done, false)
+	if len(done) > 0 {
+		return len(ready), ftx.FleetSet(uid, done, false)
+	}
+	return len(ready), nil
 }
 
 // countDown counts finished task id off its successors and returns those

@@ -129,7 +129,8 @@ type fleetRun struct {
 
 	mu      sync.Mutex
 	plans   map[string]*fleetPlan
-	running map[string]*fleetTask // by uid + "\x00" + task
+	loading map[string]chan struct{} // plans being loaded: closed when done
+	running map[string]*fleetTask    // by uid + "\x00" + task
 	// suspended is set while the runner's leases could not be renewed:
 	// it claims nothing.
 	suspended bool
@@ -169,7 +170,7 @@ func (f *FleetRunner) Run(ctx context.Context, drain <-chan struct{}) error {
 		return ErrNoFleet
 	}
 	f.Settings.defaults()
-	fr := &fleetRun{f: f, db: db, fleet: fleet, lease: f.Lease, plans: map[string]*fleetPlan{}, running: map[string]*fleetTask{},
+	fr := &fleetRun{f: f, db: db, fleet: fleet, lease: f.Lease, plans: map[string]*fleetPlan{}, loading: map[string]chan struct{}{}, running: map[string]*fleetTask{},
 		done: make(chan fleetDone, 64), wake: make(chan struct{}, 1)}
 	if fr.lease <= 0 {
 		fr.lease = DefaultFleetLease
@@ -384,27 +385,42 @@ func (fr *fleetRun) start(c kv.Claim) {
 	}()
 }
 
-// plan returns the runner's copy of plan uid, loading it once.
+// plan returns the runner's copy of plan uid, loading it once: the tasks
+// of a claim batch start together, and each loading the plan on its own
+// would read every resource of it as many times.
 func (fr *fleetRun) plan(uid string) (*fleetPlan, error) {
-	fr.mu.Lock()
-	fp := fr.plans[uid]
-	fr.mu.Unlock()
-	if fp != nil {
-		return fp, nil
+	for {
+		fr.mu.Lock()
+		if fp := fr.plans[uid]; fp != nil {
+			fr.mu.Unlock()
+			return fp, nil
+		}
+		if fr.loading == nil {
+			fr.loading = map[string]chan struct{}{}
+		}
+		wait, busy := fr.loading[uid]
+		if busy {
+			fr.mu.Unlock()
+			<-wait // then look again: a failed load is tried again
+			continue
+		}
+		done := make(chan struct{})
+		fr.loading[uid] = done
+		fr.mu.Unlock()
+		fp, err := loadPlan(fr.db, uid, fr.f)
+		fr.mu.Lock()
+		delete(fr.loading, uid)
+		if err == nil {
+			fr.plans[uid] = fp
+		}
+		fr.mu.Unlock()
+		close(done)
+		return fp, err
 	}
-	fp, err := loadFleetPlan(fr.db, uid, fr.f)
-	if err != nil {
-		return nil, err
-	}
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	if old := fr.plans[uid]; old != nil {
-		fp.close()
-		return old, nil
-	}
-	fr.plans[uid] = fp
-	return fp, nil
 }
+
+// loadPlan is loadFleetPlan; tests count its calls.
+var loadPlan = loadFleetPlan
 
 // loadFleetPlan reads plan uid and prepares its tasks, as a run does.
 func loadFleetPlan(db *store.DB, uid string, f *FleetRunner) (*fleetPlan, error) {
