@@ -106,16 +106,8 @@ func (fr *fleetRun) record(batch []fleetDone) {
 // endState is the final state of a task that started at st.Start and
 // ended with o.
 func endState(st State, o walk.Outcome, now time.Time) State {
-	st.Attempts = max(o.Attempts, 1)
+	st = walk.FinalState(st, o)
 	st.End = now
-	switch {
-	case o.Err != nil:
-		st.Status, st.Err = StatusError, o.Err.Error()
-	case o.Changed:
-		st.Status, st.Changed = StatusSuccess, true
-	default:
-		st.Status = StatusNoop
-	}
 	return st
 }
 

@@ -13,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
-	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/store"
 	"github.com/solarops/solar/tags"
@@ -104,13 +102,9 @@ func driftOptions(opts *Options) (orch.DriftOptions, error) {
 	if o.Selection == "" {
 		o.Selection = "all"
 	}
-	sshCfg, err := a.SSHConfig()
-	if err != nil {
-		return o, err
-	}
-	o.Settings = orch.Runner{SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv),
-		Now: a.Now, Actor: a.Actor(), Host: actor.Host()}
-	return o, nil
+	var err error
+	o.Settings, err = a.RunSettings()
+	return o, err
 }
 
 func run(opts *Options) error {

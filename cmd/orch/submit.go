@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
@@ -65,16 +64,12 @@ store has no runners: submit refuses it with exit 2.` + "\n" + app.ExitHelp,
 
 func runSubmit(opts *SubmitOptions) error {
 	a := opts.App
-	sshCfg, err := a.SSHConfig()
+	settings, err := a.RunSettings()
 	if err != nil {
 		return err
 	}
-	path, err := a.StorePath()
-	if err != nil {
+	if _, err := a.FleetPath(); err != nil {
 		return err
-	}
-	if !store.IsURL(path) {
-		return orch.ErrNoFleet
 	}
 	db, err := a.Open()
 	if err != nil {
@@ -90,7 +85,7 @@ func runSubmit(opts *SubmitOptions) error {
 		return err
 	}
 	so := orch.SubmitOptions{Concurrency: opts.Concurrency, PerNode: opts.PerNode, By: a.Actor(), Prepare: opts.prepareRun,
-		Settings: orch.Runner{SSH: sshCfg, CacheDir: bases.CacheDir(a.Getenv), Now: a.Now}}
+		Settings: settings}
 	rec, states, err := orch.Submit(db, uid, so)
 	switch {
 	case errors.Is(err, errFinished):
@@ -215,14 +210,12 @@ func stoppedTasks(states map[string]orch.State) bool {
 // localRunner is the fleet runner of plan uid that orch run-once runs in
 // its own process, beside the fleet's.
 func localRunner(opts *RunOptions, path, uid string) (*orch.FleetRunner, error) {
-	a := opts.App
-	sshCfg, err := a.SSHConfig()
+	settings, err := opts.App.RunSettings()
 	if err != nil {
 		return nil, err
 	}
 	return &orch.FleetRunner{Store: store.NewHandle(path), Name: actor.Host() + "-" + strconv.Itoa(os.Getpid()), Concurrency: opts.Concurrency, Plan: uid,
-		Settings: orch.Runner{SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv),
-			Now: a.Now, Actor: a.Actor(), Host: actor.Host()}}, nil
+		Settings: settings}, nil
 }
 
 // joinFleet runs plan uid as a runner of the fleet when it was submitted
@@ -247,8 +240,11 @@ func joinFleet(opts *RunOptions, path, uid string) (joined bool, err error) {
 	var rec *orch.Record
 	var states map[string]orch.State
 	if !p.Live {
-		so := orch.SubmitOptions{Concurrency: p.Concurrency, PerNode: p.PerNode, By: a.Actor(), Prepare: opts.prepareRun,
-			Settings: orch.Runner{CacheDir: bases.CacheDir(a.Getenv), Now: a.Now}}
+		settings, err := a.RunSettings()
+		if err != nil {
+			return true, err
+		}
+		so := orch.SubmitOptions{Concurrency: p.Concurrency, PerNode: p.PerNode, By: a.Actor(), Prepare: opts.prepareRun, Settings: settings}
 		if rec, states, err = orch.Submit(db, uid, so); err != nil {
 			return true, err
 		}

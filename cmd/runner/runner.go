@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
@@ -97,22 +96,19 @@ func run(opts *Options) error {
 	if opts.Name == "" {
 		opts.Name = actor.Host() + "-" + strconv.Itoa(os.Getpid())
 	}
-	sshCfg, err := a.SSHConfig()
+	settings, err := a.RunSettings()
 	if err != nil {
 		return err
 	}
-	path, err := a.StorePath()
+	path, err := a.FleetPath()
 	if err != nil {
 		return err
-	}
-	if !store.IsURL(path) {
-		return orch.ErrNoFleet
 	}
 	log := &logger{w: a.IO.Err, name: opts.Name}
+	settings.Note, settings.Progress = log.note, log.task
 	f := &orch.FleetRunner{Store: store.NewHandle(path), Name: opts.Name, Version: opts.Version, Concurrency: opts.Concurrency,
 		Nodes: opts.Nodes, NoLocal: opts.NoLocal, Lease: opts.Lease,
-		Settings: orch.Runner{SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv),
-			Now: a.Now, Actor: a.Actor(), Host: actor.Host(), Note: log.note, Progress: log.task},
+		Settings: settings,
 		Claimed: func(c kv.Claim) {
 			log.printf("claimed %s of plan %s (fence %d, attempt %d)", c.Task, c.UID, c.Fence, c.Attempts+1)
 		},

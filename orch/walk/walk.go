@@ -878,7 +878,7 @@ func (wk *walk) completeMany(batch []ran) {
 	now := wk.now()
 	for i, r := range batch {
 		wk.release(r.rank)
-		st := finalState(wk.states[r.rank], r.outcome)
+		st := FinalState(wk.states[r.rank], r.outcome)
 		st.End = now
 		wk.states[r.rank] = st
 		ids[i], states[i] = wk.tasks[r.rank].ID, st
@@ -921,10 +921,12 @@ func (wk *walk) markFinished(k int32) {
 // complete returns a finished task's limits and records its final state.
 func (wk *walk) complete(r ran) {
 	wk.release(r.rank)
-	wk.finish(r.rank, finalState(wk.states[r.rank], r.outcome))
+	wk.finish(r.rank, FinalState(wk.states[r.rank], r.outcome))
 }
 
-func finalState(st State, o Outcome) State {
+// FinalState is the state a task in st ends in once its Run returned o
+// (the walk's rule, for schedulers that are not a Walker).
+func FinalState(st State, o Outcome) State {
 	st.Attempts = max(o.Attempts, 1)
 	switch {
 	case o.Err != nil:
@@ -1001,7 +1003,7 @@ func (wk *walk) halt() {
 // their outcomes in memory only: Persist has already failed.
 func (wk *walk) waitRunning() {
 	for _, r := range wk.inline {
-		st := finalState(wk.states[r.rank], r.outcome)
+		st := FinalState(wk.states[r.rank], r.outcome)
 		st.End = wk.now()
 		wk.states[r.rank] = st
 		wk.running--
@@ -1009,7 +1011,7 @@ func (wk *walk) waitRunning() {
 	wk.inline = nil
 	for ; wk.running > 0; wk.running-- {
 		r := <-wk.done
-		st := finalState(wk.states[r.rank], r.outcome)
+		st := FinalState(wk.states[r.rank], r.outcome)
 		st.End = wk.now()
 		wk.states[r.rank] = st
 	}
