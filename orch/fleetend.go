@@ -10,11 +10,8 @@ import (
 	"github.com/solarops/solar/store/kv"
 )
 
-// completeBatch records d and every other task that ended meanwhile, in
-// one transaction (group commit): each claim still held gets its final
-// state, the commit of what it did and its successors' decisions; a claim
-// fenced out is dropped and logged; a task the runner cancelled is given
-// back (gaveBack).
+// completeBatch records d and every other task that ended meanwhile (see
+// record).
 func (fr *fleetRun) completeBatch(d fleetDone) {
 	batch := []fleetDone{d}
 	for more := true; more; {
@@ -25,6 +22,29 @@ func (fr *fleetRun) completeBatch(d fleetDone) {
 			more = false
 		}
 	}
+	fr.record(batch)
+}
+
+// retryRecord records again the tasks whose record failed (the store was
+// unreachable): until it succeeds, or their claims are taken from this
+// runner (then they are dropped), they stay this runner's, and its
+// heartbeats keep their claims.
+func (fr *fleetRun) retryRecord() {
+	if len(fr.unrecorded) == 0 || time.Since(fr.lastRecord) < fleetPoll {
+		return
+	}
+	batch := fr.unrecorded
+	fr.unrecorded = nil
+	fr.record(batch)
+}
+
+// record records batch in one transaction (group commit): each claim
+// still held gets its final state, the commit of what it did and its
+// successors' decisions; a claim fenced out is dropped and logged; a task
+// the runner cancelled is given back (giveBack). A batch that cannot be
+// recorded is kept for retryRecord.
+func (fr *fleetRun) record(batch []fleetDone) {
+	fr.lastRecord = time.Now()
 	now := fr.f.Settings.Now()
 	var ended, back []fleetDone
 	for _, d := range batch {
@@ -87,6 +107,14 @@ func (fr *fleetRun) completeBatch(d fleetDone) {
 		}
 		return nil
 	})
+	if err != nil {
+		for fp, writes := range pending {
+			fp.led.untake(writes)
+		}
+		fr.unrecorded = append(fr.unrecorded, batch...)
+		fr.note("recording %d ended tasks: %v; trying again", len(batch), err)
+		return
+	}
 	for _, d := range batch {
 		if d.t.plan == nil && d.outcome.Err != nil {
 			fr.note("%s of plan %s: %v; given back", d.t.c.Task, d.t.c.UID, d.outcome.Err)
@@ -97,10 +125,6 @@ func (fr *fleetRun) completeBatch(d fleetDone) {
 		if d.t.plan != nil {
 			d.t.plan.led.written(pending[d.t.plan])
 		}
-	}
-	if err != nil {
-		fr.note("recording %d ended tasks: %v; their claims expire and other runners run them again", len(batch), err)
-		return
 	}
 	for _, c := range fenced {
 		fr.note("%s of plan %s: this runner's claim (fence %d) was taken from it; its result is dropped", c.Task, c.UID, c.Fence)
@@ -333,13 +357,18 @@ func (fr *fleetRun) resume() {
 // ctx), waits for it, and gives it back.
 func (fr *fleetRun) killAll() error {
 	fr.mu.Lock()
-	n := len(fr.running)
+	n := len(fr.running) - len(fr.unrecorded)
 	for _, t := range fr.running {
 		t.stop(whyDrain)
 	}
 	fr.mu.Unlock()
-	for ; n > 0; n = fr.count() {
-		fr.completeBatch(<-fr.done)
+	for ; n > 0; n-- {
+		fr.record([]fleetDone{<-fr.done})
+	}
+	if len(fr.unrecorded) > 0 {
+		batch := fr.unrecorded
+		fr.unrecorded = nil
+		fr.record(batch)
 	}
 	return context.Canceled
 }

@@ -129,6 +129,10 @@ type fleetRun struct {
 	// every nodesEvery; nil when it has none.
 	nodes     []string
 	nodesRead time.Time
+	// unrecorded are ended tasks whose record failed, and lastRecord when
+	// a record was last tried (retryRecord); the loop's goroutine only.
+	unrecorded []fleetDone
+	lastRecord time.Time
 }
 
 const nodesEvery = 5 * time.Second
@@ -183,10 +187,12 @@ func (fr *fleetRun) loop(ctx context.Context, drain <-chan struct{}) error {
 	reapEvery := max(fr.lease/4, poll)
 	lastReap := time.Time{}
 	draining := false
+	claimErr := "" // the last claim's failure, told once
 	for {
 		if ctx.Err() != nil {
 			return fr.killAll()
 		}
+		fr.retryRecord()
 		if time.Since(lastReap) >= reapEvery {
 			lastReap = time.Now()
 			if err := fr.reap(); err != nil {
@@ -196,8 +202,14 @@ func (fr *fleetRun) loop(ctx context.Context, drain <-chan struct{}) error {
 		claimed := 0
 		if !draining {
 			n, err := fr.claim()
-			if err != nil {
+			switch {
+			case err != nil && err.Error() != claimErr:
+				// Once per kind of failure, not every poll of an outage.
 				fr.note("claiming: %v", err)
+				claimErr = err.Error()
+			case err == nil && claimErr != "":
+				fr.note("claiming again")
+				claimErr = ""
 			}
 			claimed = n
 		}

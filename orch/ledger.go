@@ -543,3 +543,15 @@ func resumedOutputs(tx *store.Tx, states map[string]State, infos map[string]*tas
 	}
 	return sent, nil
 }
+
+// untake puts batch, which take returned and whose write failed, back in
+// front of what was buffered since.
+func (l *ledger) untake(batch []pendingWrite) {
+	if len(batch) == 0 {
+		return
+	}
+	l.bufMu.Lock()
+	defer l.bufMu.Unlock()
+	l.buf = append(batch, l.buf...)
+	clear(l.started)
+}

@@ -67,14 +67,18 @@ func runSubmit(opts *SubmitOptions) error {
 	if err != nil {
 		return err
 	}
+	path, err := a.StorePath()
+	if err != nil {
+		return err
+	}
+	if !store.IsURL(path) {
+		return orch.ErrNoFleet
+	}
 	db, err := a.Open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, ok := db.Fleet(); !ok {
-		return orch.ErrNoFleet
-	}
 	var uid string
 	if err := db.View(func(tx *store.Tx) error {
 		var err error

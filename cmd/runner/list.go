@@ -9,6 +9,7 @@ import (
 
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
+	"github.com/solarops/solar/store"
 )
 
 // ListOptions are solar runner list's flags.
@@ -56,6 +57,13 @@ type listJSON struct {
 
 func list(opts *ListOptions) error {
 	a := opts.App
+	path, err := a.StorePath()
+	if err != nil {
+		return err
+	}
+	if !store.IsURL(path) {
+		return orch.ErrNoFleet
+	}
 	db, err := a.Open()
 	if err != nil {
 		return err
