@@ -24,8 +24,9 @@ import (
 // machine through the server's socket. Cutting the pair is a partition
 // between a and the database that neither side is told of.
 
-// netLease is the runners' lease: short, so that the test is too.
-const netLease = 3 * time.Second
+// netLease is the runners' lease: the shortest a runner takes (a script's
+// kill grace and a margin), so that the test is short too.
+const netLease = 5 * time.Second
 
 // netBase is the tasks' base: run logs its start (fence, host, its own pid
 // and its sleep's) and, unless killed first, its end, each with the time.
@@ -81,6 +82,11 @@ func (r *netRunner) await(t *testing.T, s string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for !strings.Contains(r.String(), s) {
+		select {
+		case <-r.done:
+			t.Fatalf("the runner ended (%v) without saying %q:\n%s", r.err, s, r.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the runner did not say %q within %s:\n%s", s, bound, r.String())
 		}

@@ -23,8 +23,8 @@ import (
 // or three of the layer before. For SOLAR_TORTURE_SECONDS (60 unless set),
 // or until the plan finishes, a random runner is, every 0.3-2s, either
 // killed with SIGKILL (and started again under its name a moment later) or
-// frozen with SIGSTOP of its process group for 1-2s (within its lease) or
-// 4-6s (past it: its tasks go to the others) and thawed. Then the plan
+// frozen with SIGSTOP of its process group for 1-2s (within its lease of
+// 5s) or 6-8s (past it: its tasks go to the others) and thawed. Then the plan
 // must finish, and the runners drain (SIGTERM, exit 0).
 //
 // Checked, beyond what every round checks (no script found its task's lock
@@ -37,7 +37,7 @@ const (
 	fleetLayers   = 10
 	fleetPerLayer = 20
 	fleetRunners  = 3
-	fleetLease    = 3 * time.Second
+	fleetLease    = 5 * time.Second
 	// fleetRetries is each task's meta.retry: every lease a fault makes
 	// expire uses one, and a task out of them ends ERROR, which is not a
 	// violation but spoils the round; a minute of faults reaps few tasks
@@ -193,7 +193,7 @@ func (f *fleetRound) faults(d time.Duration) {
 		}
 		stop := time.Duration(1000+f.rng.IntN(1000)) * time.Millisecond
 		if f.rng.IntN(2) == 0 {
-			stop = time.Duration(4000+f.rng.IntN(2000)) * time.Millisecond
+			stop = time.Duration(6000+f.rng.IntN(2000)) * time.Millisecond
 			f.st.longStops++
 		} else {
 			f.st.shortStops++
