@@ -86,6 +86,13 @@ func (fr *fleetRun) record(batch []fleetDone) {
 				return err
 			}
 			if !held {
+				// Fenced out. If only the plan's epoch moved (a kill
+				// after the task ended, before the heartbeat told),
+				// the claim is still this runner's, and only a give-back
+				// ends it: else its row stays claimed.
+				if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, whyKilled, now); err != nil {
+					return err
+				}
 				fenced = append(fenced, d.t.c)
 				continue
 			}
@@ -96,12 +103,12 @@ func (fr *fleetRun) record(batch []fleetDone) {
 			if d.t.plan == nil {
 				// Its plan did not load here (d.outcome says why): another
 				// runner may do better.
-				if _, err := ftx.FleetRelease(d.t.c, true); err != nil {
+				if err := fr.unloadable(tx, ftx, d.t.c, d.outcome.Err.Error(), now); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := fr.giveBack(tx, ftx, d.t.c, d.t.reason(), now); err != nil {
+			if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, d.t.reason(), now); err != nil {
 				return err
 			}
 		}
@@ -190,28 +197,26 @@ func (fr *fleetRun) progress(id string, st State) {
 // in tx: ready for another claim while it has retries left, else ERROR
 // as any failed task (its successors decided). A task of a killed plan
 // (its epoch moved) is ERROR "killed", which resume runs again.
-func (fr *fleetRun) giveBack(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, why string, now time.Time) error {
+func (fr *fleetRun) giveBack(tx *store.Tx, ftx kv.FleetTx, fp *fleetPlan, c kv.Claim, why string, now time.Time) error {
 	p, ok, err := ftx.FleetPlan(c.UID)
 	if err != nil || !ok {
 		return err
 	}
 	if why == whyKilled || p.Epoch != c.Epoch {
 		c.Epoch = p.Epoch
-		if _, err := ftx.FleetRelease(c, true); err != nil {
+		// Matched on owner and fence still: a claim taken from this
+		// runner meanwhile is another's to end.
+		if ok, err := ftx.FleetRelease(c, true); err != nil || !ok {
 			return err
 		}
 		return PutState(tx, c.UID, c.Task, State{Status: StatusError, Err: killed, End: now})
 	}
-	return fr.reclaimable(tx, ftx, c, "runner "+c.Owner+" stopped", now)
+	return reclaimable(tx, ftx, fp, c, "runner "+c.Owner+" stopped", now)
 }
 
-// reclaimable gives claim c's task back to be claimed again, which uses
-// one of its retries; with none left it ends ERROR with msg.
-func (fr *fleetRun) reclaimable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg string, now time.Time) error {
-	fp, err := fr.plan(c.UID)
-	if err != nil {
-		return err
-	}
+// reclaimable gives claim c's task of plan fp back to be claimed again,
+// which uses one of its retries; with none left it ends ERROR with msg.
+func reclaimable(tx *store.Tx, ftx kv.FleetTx, fp *fleetPlan, c kv.Claim, msg string, now time.Time) error {
 	info := fp.infos[c.Task]
 	if info != nil && c.Claims > info.retry {
 		ok, err := ftx.FleetRelease(c, false)
@@ -236,24 +241,66 @@ func (fr *fleetRun) reclaimable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg st
 }
 
 // reap gives back the claims whose lease expired on the store's clock,
-// whichever runner held them.
+// whichever runner held them. A reaped task's plan is loaded (prepared)
+// outside the transaction that gives it back, which must not hold its row
+// locks over preparation nor nest another transaction: a first pass that
+// meets a plan this runner has not loaded changes nothing, the plans are
+// loaded, and a second pass gives the claims back, those of a plan that
+// does not load here as unloadable does.
 func (fr *fleetRun) reap() error {
+	for final := false; ; final = true {
+		missing, err := fr.reapOnce(final)
+		if err != nil || len(missing) == 0 || final {
+			return err
+		}
+		for uid := range missing {
+			if _, err := fr.plan(uid); err != nil {
+				fr.note("plan %s of an expired claim: %v", uid, err)
+			}
+		}
+	}
+}
+
+// reapOnce is a pass of reap: unless final, a plan this runner has not
+// loaded leaves everything unchanged and is returned.
+func (fr *fleetRun) reapOnce(final bool) (map[string]bool, error) {
 	now := fr.f.Settings.Now()
 	var reaped []kv.Claim
+	var missing map[string]bool
 	err := fr.db.Update(func(tx *store.Tx) error {
+		reaped, missing = nil, nil
 		ftx, ok := tx.Fleet()
 		if !ok {
 			return ErrNoFleet
 		}
-		var err error
-		if reaped, err = ftx.FleetReap(64); err != nil {
+		claims, err := ftx.FleetReap(64)
+		if err != nil {
 			return err
 		}
-		for _, c := range reaped {
-			if err := fr.reclaimable(tx, ftx, c, "lease of runner "+c.Owner+" expired", now); err != nil {
+		plans := make(map[string]*fleetPlan, len(claims))
+		for _, c := range claims {
+			if plans[c.UID] = fr.loaded(c.UID); plans[c.UID] == nil && !final {
+				if missing == nil {
+					missing = map[string]bool{}
+				}
+				missing[c.UID] = true
+			}
+		}
+		if len(missing) > 0 {
+			return nil
+		}
+		for _, c := range claims {
+			msg := "lease of runner " + c.Owner + " expired"
+			if fp := plans[c.UID]; fp != nil {
+				err = reclaimable(tx, ftx, fp, c, msg, now)
+			} else {
+				err = fr.unloadable(tx, ftx, c, msg+"; plan "+c.UID+" does not load on runner "+fr.f.Name, now)
+			}
+			if err != nil {
 				return err
 			}
 		}
+		reaped = claims
 		if len(reaped) > 0 {
 			return tx.Notify(fleetTopic, "reaped")
 		}
@@ -261,9 +308,56 @@ func (fr *fleetRun) reap() error {
 	})
 	if err == nil {
 		for _, c := range reaped {
-			fr.note("%s of plan %s: the lease of runner %s expired; it is ready again", c.Task, c.UID, c.Owner)
+			fr.note("%s of plan %s: the lease of runner %s expired; it is given back", c.Task, c.UID, c.Owner)
 		}
 	}
+	return missing, err
+}
+
+// loaded is the runner's copy of plan uid if it has loaded it, else nil.
+func (fr *fleetRun) loaded(uid string) *fleetPlan {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.plans[uid]
+}
+
+// loadClaims is how many times a task whose plan does not load on the
+// runners that claim it is claimed before it ends ERROR.
+const loadClaims = 3
+
+// unloadable gives back claim c, whose plan the runner could not load
+// (msg says why): ready for another runner while it has been claimed
+// fewer than loadClaims times, else ERROR msg with its successors decided
+// (from the plan's graph alone, which needs no preparation). Without the
+// bound a runner that cannot load a plan would claim and give back its
+// task for ever. A claim of a killed plan is given back as giveBack does.
+func (fr *fleetRun) unloadable(tx *store.Tx, ftx kv.FleetTx, c kv.Claim, msg string, now time.Time) error {
+	if p, ok, err := ftx.FleetPlan(c.UID); err != nil || !ok || p.Epoch != c.Epoch {
+		// A killed plan's claim (matched on the new epoch), or nothing.
+		return fr.giveBack(tx, ftx, nil, c, whyKilled, now)
+	}
+	if c.Claims < loadClaims {
+		if ok, err := ftx.FleetRelease(c, true); err != nil || !ok {
+			return err
+		}
+		return PutState(tx, c.UID, c.Task, State{Status: StatusPending})
+	}
+	if ok, err := ftx.FleetRelease(c, false); err != nil || !ok {
+		return err
+	}
+	if err := PutState(tx, c.UID, c.Task, State{Status: StatusError, Err: msg, Attempts: c.Claims, End: now}); err != nil {
+		return err
+	}
+	rec, err := Load(tx, c.UID)
+	if err != nil {
+		return err
+	}
+	g := planGraph(rec)
+	next, err := g.countDown(ftx, c.UID, c.Task)
+	if err != nil {
+		return err
+	}
+	_, err = g.release(tx, ftx, c.UID, next, now)
 	return err
 }
 

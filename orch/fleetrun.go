@@ -78,15 +78,26 @@ type fleetTask struct {
 	claimed time.Time // on the monotonic clock
 	mu      sync.Mutex
 	why     string // why it was cancelled: "" (not), lost, killed, drain
+	// ended is set once its run returned: a cancel then changes nothing
+	// of what it did, and its outcome stands (but a kill's: its plan's
+	// epoch moved, so only a give-back can end its claim).
+	ended bool
 }
 
 func (t *fleetTask) stop(why string) {
 	t.mu.Lock()
-	if t.why == "" {
+	if t.why == "" && (!t.ended || why == whyKilled) {
 		t.why = why
 	}
 	t.mu.Unlock()
 	t.cancel()
+}
+
+// end marks the task's run as returned.
+func (t *fleetTask) end() {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
 }
 
 func (t *fleetTask) reason() string {
@@ -365,6 +376,7 @@ func (fr *fleetRun) start(c kv.Claim) {
 			t.plan = fp
 			o = fp.run(ctx, fr.db, c)
 		}
+		t.end()
 		fr.done <- fleetDone{t: t, outcome: o, start: began}
 	}()
 }

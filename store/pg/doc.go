@@ -5,11 +5,13 @@
 // # Where
 //
 // A store is a PostgreSQL schema ("solar" unless the URL's schema parameter
-// names another, so that several stores share one database) holding four
+// names another, so that several stores share one database) holding these
 // tables, created on first use: kv (bucket, key bytea, value bytea), whose
 // keys sort as bbolt's do (memcmp), seq (bucket, n) for the sequences,
-// lease (the leases of Locks), and solar_layout (version), the layout of
-// those tables, upgraded in place when older (LayoutVersion). The data's own schema version lives in the
+// lease (the leases of Locks), the fleet's fleet_plan, fleet_task,
+// fleet_slot and fleet_runner with the sequence fleet_fence (see "The
+// fleet"), and solar_layout (version), the layout of those tables,
+// upgraded in place when older (LayoutVersion). The data's own schema version lives in the
 // meta bucket under "schema_version", as in the bbolt file.
 //
 // # Transactions
@@ -43,6 +45,21 @@
 // notifies; the payload names the schema, the topic and the key. Listen
 // LISTENs on a connection of its own, not the pool's, and connects again
 // when it loses it (notify.go).
+//
+// # The fleet
+//
+// Store implements kv.Fleet and its transactions kv.FleetTx (fleet.go): a
+// submitted plan is a fleet_plan row (epoch, live, limits) and a
+// fleet_task row per task (state, predecessors waiting, weight, node,
+// slots, owner, fence, lease on the database's clock). Claim is a READ
+// COMMITTED transaction of its own, in three round trips: the ready rows,
+// heaviest first, FOR UPDATE SKIP LOCKED; the fleet_slot rows of their
+// slots locked in name order and each slot's holders counted; the taken
+// rows claimed (owner, a fence from fleet_fence, a lease) with the records
+// its caller writes for them, and COMMIT. Completion, release, count-down
+// and reaping are statements of the KV's SERIALIZABLE transaction, matched
+// on task, owner, fence and the plan's epoch; Heartbeat renews a runner's
+// leases and its fleet_runner row in one statement.
 //
 // # Secrets
 //

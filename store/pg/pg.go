@@ -21,7 +21,7 @@ import (
 // LayoutVersion is the version of the tables this package writes (not of
 // the records in them, which is Options.Version). A store with an older
 // layout is upgraded in place on Open; a newer one is refused.
-const LayoutVersion = 2
+const LayoutVersion = 3
 
 // layouts[v] brings a schema from layout v-1 to v. %[1]s is the quoted
 // schema. Keys are bytea, whose order is memcmp's, as in bbolt; bucket names
@@ -46,6 +46,46 @@ var layouts = []string{
 		pid_start bigint NOT NULL,
 		renewed timestamptz NOT NULL,
 		expires timestamptz NOT NULL) WITH (fillfactor = 50)`,
+	// The fleet's rows (fleet.go): submitted plans, their tasks, the
+	// slots' mutexes, the runners, and the fences' sequence. A lease
+	// renewal changes no indexed column: a HOT update, with room left in
+	// each page.
+	3: `CREATE TABLE IF NOT EXISTS %[1]s.fleet_plan (
+		uid text COLLATE "C" PRIMARY KEY,
+		epoch bigint NOT NULL,
+		live boolean NOT NULL,
+		concurrency integer NOT NULL,
+		per_node integer NOT NULL,
+		by text NOT NULL,
+		submitted timestamptz NOT NULL);
+	CREATE TABLE IF NOT EXISTS %[1]s.fleet_task (
+		uid text COLLATE "C",
+		task text COLLATE "C",
+		state smallint NOT NULL,
+		waiting integer NOT NULL,
+		weight integer NOT NULL,
+		node text NOT NULL,
+		slot_names text[] NOT NULL,
+		slot_counts integer[] NOT NULL,
+		owner text,
+		fence bigint,
+		claims integer NOT NULL DEFAULT 0,
+		attempts integer NOT NULL DEFAULT 0,
+		lease_until timestamptz,
+		PRIMARY KEY (uid, task)) WITH (fillfactor = 50);
+	CREATE INDEX IF NOT EXISTS fleet_task_ready ON %[1]s.fleet_task (weight DESC, uid, task) WHERE state = 1;
+	CREATE INDEX IF NOT EXISTS fleet_task_claimed ON %[1]s.fleet_task (owner) WHERE state = 2;
+	CREATE TABLE IF NOT EXISTS %[1]s.fleet_slot (name text COLLATE "C" PRIMARY KEY);
+	CREATE TABLE IF NOT EXISTS %[1]s.fleet_runner (
+		name text COLLATE "C" PRIMARY KEY,
+		host text,
+		pid integer,
+		version text,
+		concurrency integer,
+		nodes text,
+		started timestamptz,
+		heartbeat timestamptz NOT NULL);
+	CREATE SEQUENCE IF NOT EXISTS %[1]s.fleet_fence`,
 }
 
 // DefaultLockWait is how long a transaction waits for a lock another
