@@ -66,6 +66,7 @@ type fleetRound struct {
 	bin     string
 	work    string
 	env     []string
+	db      string // the store's URL
 	runners map[string]*fleetProc
 	ended   []*fleetProc // processes that ended, for their output
 	st      fleetStats
@@ -94,6 +95,7 @@ func runFleet(t *testing.T, rng *rand.Rand, rg *rig, dir string) stats {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.db = db
 	f.env = append(os.Environ(), "SOLAR_DB="+db, "TMPDIR="+tmp, "XDG_RUNTIME_DIR=", "NO_COLOR=1", "SOLAR_CACHE_DIR="+cache)
 	f.createPlan(filepath.Join(dir, "base"))
 	t.Cleanup(f.killAll)
@@ -108,7 +110,7 @@ func runFleet(t *testing.T, rng *rand.Rand, rg *rig, dir string) stats {
 	}
 	f.faults(time.Duration(seconds) * time.Second)
 	f.st.faults = time.Since(submitted)
-	rep := f.awaitEnd(5 * time.Minute)
+	rep := f.awaitEnd(2 * time.Minute)
 	f.st.finish = time.Since(submitted)
 	for _, task := range rep.Tasks {
 		f.st.retries += max(task.Attempts-1, 0)
@@ -324,11 +326,26 @@ func (f *fleetRound) checkEnd() {
 	}
 }
 
-// outputs is every runner's output so far, ended ones included; the live
-// ones' only once they ended, so this is for a failing round.
+// outputs is every runner's output so far, ended ones included, and what
+// the store shows of the runners and the server of its sessions. The live
+// runners end with SIGQUIT, so that their goroutines' stacks show where
+// they were: this is for a failing round.
 func (f *fleetRound) outputs() string {
-	f.killAll()
 	var b strings.Builder
+	cmd := exec.Command(f.bin, "runner", "list")
+	cmd.Env = f.env
+	out, _ := cmd.CombinedOutput()
+	fmt.Fprintf(&b, "--- solar runner list\n%s", out)
+	if psql, err := exec.LookPath("psql"); err == nil {
+		cmd := exec.Command(psql, f.db, "-XAc", "SELECT pid, state, wait_event_type, wait_event, now()-xact_start, left(query, 120) FROM pg_stat_activity WHERE datname = current_database()")
+		out, _ := cmd.CombinedOutput()
+		fmt.Fprintf(&b, "--- sessions\n%s", out)
+	}
+	for _, p := range f.runners {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	}
+	f.killAll()
 	for _, p := range append(f.ended, f.liveList()...) {
 		fmt.Fprintf(&b, "--- runner %s (%v)\n%s", p.name, p.err, p.out.String())
 	}
