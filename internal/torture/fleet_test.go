@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,14 +49,15 @@ const (
 // fleetStats counts what a fleet round did.
 type fleetStats struct {
 	kills, shortStops, longStops int
-	retries                      int           // attempts beyond each task's first
+	retries                      int           // claims beyond each task's first
+	reaped                       int           // claims given back when their lease expired
 	finish                       time.Duration // from submit to the plan's end
 	faults                       time.Duration // how long faults were injected
 }
 
 func (s fleetStats) summary() string {
-	return fmt.Sprintf("%d tasks on %d runners: %d kill -9, %d stops within the lease, %d past it, %d retries, faults for %s, finished %s after submit",
-		fleetLayers*fleetPerLayer, fleetRunners, s.kills, s.shortStops, s.longStops, s.retries, s.faults.Round(time.Second),
+	return fmt.Sprintf("%d tasks on %d runners: %d kill -9, %d stops within the lease, %d past it, %d claims reaped, %d retries, faults for %s, finished %s after submit",
+		fleetLayers*fleetPerLayer, fleetRunners, s.kills, s.shortStops, s.longStops, s.reaped, s.retries, s.faults.Round(time.Second),
 		s.finish.Round(100*time.Millisecond))
 }
 
@@ -110,12 +112,10 @@ func runFleet(t *testing.T, rng *rand.Rand, rg *rig, dir string) stats {
 	}
 	f.faults(time.Duration(seconds) * time.Second)
 	f.st.faults = time.Since(submitted)
-	rep := f.awaitEnd(2 * time.Minute)
+	f.awaitEnd(2 * time.Minute)
 	f.st.finish = time.Since(submitted)
-	for _, task := range rep.Tasks {
-		f.st.retries += max(task.Attempts-1, 0)
-	}
 	f.drainAll()
+	f.count()
 	f.checkEnd()
 	t.Logf("fleet: %s", f.st.summary())
 	return stats{runs: fleetRunners + f.st.kills, kills: f.st.kills, retries: f.st.retries}
@@ -274,6 +274,26 @@ func (f *fleetRound) drainAll() {
 		f.ended = append(f.ended, p)
 	}
 	f.runners = map[string]*fleetProc{}
+}
+
+// claimedRe matches a runner's line of a claim, with the attempt number.
+var claimedRe = regexp.MustCompile(`claimed (\S+) of plan \S+ \(fence \d+, attempt (\d+)\)`)
+
+// count counts, from the runners' lines once all ended, the retries (the
+// claims of each task beyond its first) and the claims reaped.
+func (f *fleetRound) count() {
+	last := map[string]int{}
+	for _, p := range f.ended {
+		out := p.out.String()
+		f.st.reaped += strings.Count(out, "expired; it is")
+		for _, m := range claimedRe.FindAllStringSubmatch(out, -1) {
+			n, _ := strconv.Atoi(m[2])
+			last[m[1]] = max(last[m[1]], n)
+		}
+	}
+	for _, n := range last {
+		f.st.retries += n - 1
+	}
 }
 
 // checkEnd checks the state the round ends in.
