@@ -16,6 +16,7 @@ import (
 	"github.com/solarops/solar/cmd/base"
 	"github.com/solarops/solar/cmd/ch"
 	"github.com/solarops/solar/cmd/connection"
+	"github.com/solarops/solar/cmd/drift"
 	"github.com/solarops/solar/cmd/events"
 	"github.com/solarops/solar/cmd/node"
 	orchcmd "github.com/solarops/solar/cmd/orch"
@@ -108,6 +109,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		node.NewCmd(a),
 		storecmd.NewCmd(a),
 		runner.NewCmd(a, version()),
+		drift.NewCmd(a),
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),

@@ -166,7 +166,7 @@ func (a *attemptRunner) output(task string, l handler.Line) {
 // with the task's next state change.
 func (a *attemptRunner) keepLog(task string, lines []handler.Line, end AttemptRecord) {
 	uid := a.uid
-	a.led.later(func(tx *store.Tx) error {
+	a.led.later(task, func(tx *store.Tx) error {
 		// Even an attempt that printed nothing is on record (its end).
 		return finalLog(tx, uid, task, end.Number, lines, end)
 	})

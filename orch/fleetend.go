@@ -67,52 +67,13 @@ func (fr *fleetRun) record(batch []fleetDone) {
 	var fenced []kv.Claim
 	var progress []func()
 	err := fr.db.Update(func(tx *store.Tx) error {
-		fenced, progress = nil, nil
 		ftx, ok := tx.Fleet()
 		if !ok {
 			return ErrNoFleet
 		}
-		for fp, writes := range pending {
-			if err := fp.led.write(tx, writes); err != nil {
-				return err
-			}
-		}
-		cat := resources.NewCatalog(tx)
-		for _, d := range ended {
-			st := State{Status: StatusInProgress, Start: d.start}
-			st = endState(st, d.outcome, now)
-			held, err := fr.end(tx, ftx, cat, d, st, now)
-			if err != nil {
-				return err
-			}
-			if !held {
-				// Fenced out. If only the plan's epoch moved (a kill
-				// after the task ended, before the heartbeat told),
-				// the claim is still this runner's, and only a give-back
-				// ends it: else its row stays claimed.
-				if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, whyKilled, now); err != nil {
-					return err
-				}
-				fenced = append(fenced, d.t.c)
-				continue
-			}
-			id, st := d.t.c.Task, st
-			progress = append(progress, func() { fr.progress(id, st) })
-		}
-		for _, d := range back {
-			if d.t.plan == nil {
-				// Its plan did not load here (d.outcome says why): another
-				// runner may do better.
-				if err := fr.unloadable(tx, ftx, d.t.c, d.outcome.Err.Error(), now); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, d.t.reason(), now); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		fenced, progress, err = fr.recordIn(tx, ftx, ended, back, pending, now)
+		return err
 	})
 	if err != nil {
 		for fp, writes := range pending {
@@ -157,34 +118,106 @@ func endState(st State, o walk.Outcome, now time.Time) State {
 	return st
 }
 
-// end records, in tx, that d's task ended in st, if its claim still holds
-// it (false otherwise, with nothing of it written).
-func (fr *fleetRun) end(tx *store.Tx, ftx kv.FleetTx, cat *resources.Catalog, d fleetDone, st State, now time.Time) (bool, error) {
-	fp, c := d.t.plan, d.t.c
-	held, err := ftx.FleetComplete(c)
-	if err != nil || !held {
-		return false, err
+// recordIn is record's transaction: first which ended tasks' claims
+// still hold (FleetComplete); then what the attempts left to write, but
+// none of a task whose claim was taken from this runner (fenced out, or
+// lost while it ran: that runner writes nothing); then each held task's
+// end and its successors; then the give-backs. It returns the claims
+// fenced out and the progress to tell once committed.
+func (fr *fleetRun) recordIn(tx *store.Tx, ftx kv.FleetTx, ended, back []fleetDone, pending map[*fleetPlan][]pendingWrite, now time.Time) (fenced []kv.Claim, progress []func(), err error) {
+	drop := map[string]bool{}
+	held := make([]bool, len(ended))
+	for i, d := range ended {
+		if held[i], err = ftx.FleetComplete(d.t.c); err != nil {
+			return nil, nil, err
+		}
+		if !held[i] {
+			drop[d.t.c.UID+"\x00"+d.t.c.Task] = true
+		}
 	}
+	for _, d := range back {
+		if d.t.reason() == whyLost {
+			drop[d.t.c.UID+"\x00"+d.t.c.Task] = true
+		}
+	}
+	for fp, writes := range pending {
+		if err := fp.led.write(tx, keptWrites(fp.rec.UID, writes, drop)); err != nil {
+			return nil, nil, err
+		}
+	}
+	cat := resources.NewCatalog(tx)
+	for i, d := range ended {
+		if !held[i] {
+			// Fenced out. If only the plan's epoch moved (a kill after
+			// the task ended, before the heartbeat told), the claim is
+			// still this runner's, and only a give-back ends it: else
+			// its row stays claimed.
+			if err := fr.giveBack(tx, ftx, d.t.plan, d.t.c, whyKilled, now); err != nil {
+				return nil, nil, err
+			}
+			fenced = append(fenced, d.t.c)
+			continue
+		}
+		st := endState(State{Status: StatusInProgress, Start: d.start}, d.outcome, now)
+		if err := fr.endHeld(tx, ftx, cat, d, st, now); err != nil {
+			return nil, nil, err
+		}
+		id := d.t.c.Task
+		progress = append(progress, func() { fr.progress(id, st) })
+	}
+	for _, d := range back {
+		if d.t.plan == nil {
+			// Its plan did not load here (d.outcome says why): another
+			// runner may do better.
+			err = fr.unloadable(tx, ftx, d.t.c, d.outcome.Err.Error(), now)
+		} else {
+			err = fr.giveBack(tx, ftx, d.t.plan, d.t.c, d.t.reason(), now)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return fenced, progress, nil
+}
+
+// keptWrites are writes but those of the tasks of plan uid in drop.
+func keptWrites(uid string, writes []pendingWrite, drop map[string]bool) []pendingWrite {
+	if len(drop) == 0 {
+		return writes
+	}
+	kept := make([]pendingWrite, 0, len(writes))
+	for _, w := range writes {
+		if w.task == "" || !drop[uid+"\x00"+w.task] {
+			kept = append(kept, w)
+		}
+	}
+	return kept
+}
+
+// endHeld records, in tx, that d's task, whose claim held, ended in st:
+// its state and commit (apply), then its successors' decisions.
+func (fr *fleetRun) endHeld(tx *store.Tx, ftx kv.FleetTx, cat *resources.Catalog, d fleetDone, st State, now time.Time) error {
+	fp, c := d.t.plan, d.t.c
 	// The task's own state first: its successors' decisions read it.
 	if err := fp.led.apply(tx, cat, c.Task, st); err != nil {
-		return false, err
+		return err
 	}
 	next, err := fp.graph.countDown(ftx, c.UID, c.Task)
 	if err != nil {
-		return false, err
+		return err
 	}
 	ready, err := fp.graph.release(tx, ftx, c.UID, next, now)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if ready > 1 {
 		// More work than this runner may take: the others hear of it
 		// now rather than at their next poll. (One notification per
 		// task would serialize commits: PostgreSQL queues them under
 		// one lock.)
-		return true, tx.Notify(fleetTopic, c.UID)
+		return tx.Notify(fleetTopic, c.UID)
 	}
-	return true, nil
+	return nil
 }
 
 func (fr *fleetRun) progress(id string, st State) {
@@ -420,6 +453,48 @@ func (fr *fleetRun) check(held []kv.Claim, sent time.Time) {
 			t.stop(whyKilled)
 		}
 	}
+	fr.findStrays(held)
+}
+
+// findStrays gives back the claims the store says this runner holds but
+// it does not run (a claim whose commit was lost with its connection,
+// which the runner never heard of): once a claim is seen so twice in a
+// row (the first time it may be a claim the loop has not started yet). Its
+// heartbeats would otherwise renew it for ever. The caller holds mu.
+func (fr *fleetRun) findStrays(held []kv.Claim) {
+	seen := map[int64]bool{}
+	var back []kv.Claim
+	for _, c := range held {
+		if t := fr.running[c.UID+"\x00"+c.Task]; t != nil && t.c.Fence == c.Fence {
+			continue
+		}
+		seen[c.Fence] = true
+		if fr.strays[c.Fence] {
+			back = append(back, c)
+		}
+	}
+	fr.strays = seen
+	if len(back) == 0 {
+		return
+	}
+	go func() {
+		err := fr.db.Update(func(tx *store.Tx) error {
+			ftx, ok := tx.Fleet()
+			if !ok {
+				return ErrNoFleet
+			}
+			for _, c := range back {
+				if _, err := ftx.FleetRelease(c, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			fr.note("gave back %d claims this runner held without running them", len(back))
+			fr.poke()
+		}
+	}()
 }
 
 // suspend kills every task the runner runs (their leases are about to

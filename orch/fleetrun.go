@@ -133,6 +133,9 @@ type fleetRun struct {
 	// suspended is set while the runner's leases could not be renewed:
 	// it claims nothing.
 	suspended bool
+	// strays are the fences of claims the last heartbeat found held by
+	// this runner but not run by it (findStrays).
+	strays map[int64]bool
 
 	done chan fleetDone
 	wake chan struct{}

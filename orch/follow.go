@@ -38,7 +38,12 @@ func Follow(ctx context.Context, db *store.DB, uid string, progress func(id stri
 			return nil, err
 		}
 		for id, st := range states {
-			if old, seen := last[id]; (!seen || old.Status != st.Status) && progress != nil {
+			// A task not seen yet was PENDING: the caller showed the plan.
+			old, seen := last[id]
+			if !seen {
+				old = State{Status: StatusPending}
+			}
+			if old.Status != st.Status && progress != nil {
 				progress(id, st)
 			}
 		}

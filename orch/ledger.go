@@ -154,10 +154,11 @@ func (l *ledger) keepRan(id string, inputs, outputs map[string]any) {
 	l.mu.Unlock()
 }
 
-// later buffers write, to be made in the transaction of the next batch.
-func (l *ledger) later(write func(*store.Tx) error) {
+// later buffers write, for task, to be made in the transaction of the
+// next batch.
+func (l *ledger) later(task string, write func(*store.Tx) error) {
 	l.bufMu.Lock()
-	l.buf = append(l.buf, pendingWrite{write: write})
+	l.buf = append(l.buf, pendingWrite{task: task, write: write})
 	l.bufMu.Unlock()
 }
 
@@ -316,6 +317,7 @@ type pendingWrite struct {
 	id    string
 	st    State
 	write func(*store.Tx) error
+	task  string // the task write is for (an attempt's log, its processes' record)
 }
 
 // bufferState buffers task id's state st; the caller holds bufMu. A final

@@ -43,7 +43,7 @@ func (l *ledger) recordProcs(id string, g handler.Procs) {
 		l.procs = map[string]bool{}
 	}
 	l.procs[id] = true
-	l.buf = append(l.buf, pendingWrite{write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
+	l.buf = append(l.buf, pendingWrite{task: id, write: func(tx *store.Tx) error { return tx.Put(store.Plans, key, raw) }})
 	l.bufMu.Unlock()
 }
 

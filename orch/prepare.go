@@ -76,9 +76,12 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 	ansible := &handler.Ansible{TempDir: shell.TempDir, KillGrace: shell.KillGrace, Program: r.AnsiblePlaybook}
 	// One prefix scan for the pins of the whole plan; nil for a plan made
 	// before pins were recorded, which runs with the catalog's values.
-	pins, err := Pins(tx, rec.UID)
-	if err != nil {
-		return nil, err
+	pins := r.pins
+	if pins == nil {
+		var err error
+		if pins, err = Pins(tx, rec.UID); err != nil {
+			return nil, err
+		}
 	}
 	p := &preparer{tx: tx, shell: shell, ansible: ansible, pins: pins, bases: newRunBases(tx, r.cacheDir())}
 	out, err := p.tasks(rec)

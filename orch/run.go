@@ -85,6 +85,9 @@ type Runner struct {
 	// from whichever goroutine found it.
 	StopRequested func()
 
+	// pins, if set, are the pins prepare gives the tasks instead of the
+	// stored plan's (drift: each resource's committed values).
+	pins       map[string]*Pin
 	transports []*sshx.Transport // the run's SSH connections, if any node needs them (wireTransports)
 	local      *handler.Local    // the run's attempts on this machine (wireTransports)
 }

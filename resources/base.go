@@ -174,6 +174,8 @@ type Meta struct {
 	Delay   *Duration `json:"delay,omitempty" yaml:"delay"`
 	Timeout *Duration `json:"timeout,omitempty" yaml:"timeout"`
 	Sema    []string  `json:"sema,omitempty" yaml:"sema"`
+	// DriftIgnore adds, for one resource, to its base's DriftIgnore.
+	DriftIgnore []string `json:"drift_ignore,omitempty" yaml:"drift_ignore"`
 }
 
 // Over returns m with every field set in o replacing m's.
@@ -189,6 +191,9 @@ func (m Meta) Over(o Meta) Meta {
 	}
 	if o.Sema != nil {
 		m.Sema = o.Sema
+	}
+	if o.DriftIgnore != nil {
+		m.DriftIgnore = o.DriftIgnore
 	}
 	return m
 }
@@ -230,8 +235,18 @@ func (m *Meta) SetMeta(key, value string) error {
 				m.Sema = append(m.Sema, s)
 			}
 		}
+	case "drift_ignore":
+		for _, s := range strings.Split(value, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if !driftNameRe.MatchString(s) {
+				return invalidf("meta drift_ignore=%q: want names such as an input's ([a-z_][a-z0-9_]*)", value)
+			}
+			m.DriftIgnore = append(m.DriftIgnore, s)
+		}
 	default:
-		return invalidf("unknown metaparameter %q (want retry, delay, timeout or sema)", key)
+		return invalidf("unknown metaparameter %q (want retry, delay, timeout, sema or drift_ignore)", key)
 	}
 	return m.validate()
 }
@@ -239,11 +254,11 @@ func (m *Meta) SetMeta(key, value string) error {
 // IsListMeta reports whether the metaparameter key holds a list, to which
 // SetMeta appends, rather than one value.
 func IsListMeta(key string) bool {
-	return key == "sema"
+	return key == "sema" || key == "drift_ignore"
 }
 
 func metaTwice(key string) error {
-	return invalidf("meta %s given twice: it takes one value (only sema may be repeated)", key)
+	return invalidf("meta %s given twice: it takes one value (only sema and drift_ignore may be repeated)", key)
 }
 
 func (m Meta) validate() error {
@@ -274,10 +289,14 @@ type Base struct {
 	Actions map[string]string `json:"actions"`
 	// Check lists the actions whose scripts honour SOLAR_CHECK=1: they
 	// change nothing and report whether they would (solar orch check).
-	Check  []string   `json:"check,omitempty"`
-	Inputs []InputDef `json:"inputs"`
-	Meta   Meta       `json:"meta,omitzero"`
-	Tags   []string   `json:"tags,omitempty"`
+	Check []string `json:"check,omitempty"`
+	// DriftIgnore names what solar drift ignores in a check's changes
+	// (meta.yaml drift: {ignore: [...]}): inputs or aspects a check
+	// reports that are expected to move on their own.
+	DriftIgnore []string   `json:"drift_ignore,omitempty"`
+	Inputs      []InputDef `json:"inputs"`
+	Meta        Meta       `json:"meta,omitzero"`
+	Tags        []string   `json:"tags,omitempty"`
 
 	// content is the base's files as LoadBase read them, until a catalog
 	// stores them (putNew).
@@ -341,8 +360,11 @@ type metaFile struct {
 	Node    bool              `yaml:"node"`
 	Actions map[string]string `yaml:"actions"`
 	Check   []string          `yaml:"check"`
-	Inputs  yaml.Node         `yaml:"inputs"`
-	Meta    struct {
+	Drift   struct {
+		Ignore []string `yaml:"ignore"`
+	} `yaml:"drift"`
+	Inputs yaml.Node `yaml:"inputs"`
+	Meta   struct {
 		Retry   *int     `yaml:"retry"`
 		Delay   string   `yaml:"delay"`
 		Timeout string   `yaml:"timeout"`
@@ -358,6 +380,7 @@ type inputFile struct {
 }
 
 var (
+	driftNameRe  = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 	inputNameRe  = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 	actionNameRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
@@ -443,6 +466,12 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 	}
 	sort.Strings(b.Check)
+	for _, name := range mf.Drift.Ignore {
+		if !driftNameRe.MatchString(name) {
+			return nil, fmt.Errorf("%w: %s: drift ignore lists %q: want a name such as an input's ([a-z_][a-z0-9_]*)", ErrBase, shown, name)
+		}
+		b.DriftIgnore = append(b.DriftIgnore, name)
+	}
 	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
 		return nil, err
 	}

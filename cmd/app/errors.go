@@ -16,8 +16,11 @@ const (
 	ExitFailed  = 3
 	ExitNothing = 4
 	// ExitStopped is a run stopped by "solar orch stop" (from any machine)
-	// or SIGTERM, with tasks left to run. 6 is kept for drift.
+	// or SIGTERM, with tasks left to run.
 	ExitStopped = 5
+	// ExitDrifted is a drift run that found a resource drifted (and no
+	// error: 1 wins).
+	ExitDrifted = 6
 	// ExitInterrupted is the shell's convention for a process stopped by
 	// SIGINT (128 + 2).
 	ExitInterrupted = 130
@@ -28,7 +31,7 @@ const ExitHelp = `
 Exit status: 0 ok, 1 error (store busy, I/O), 2 invalid input (nothing was changed),
 3 a run in which some task ended in ERROR, 4 nothing to plan (no plan written),
 5 a run stopped by solar orch stop (from any machine) with tasks left to run,
-130 interrupted by Ctrl-C.`
+6 solar drift found a resource drifted, 130 interrupted by Ctrl-C.`
 
 // UsageError is bad usage of a command: wrong arguments or flags.
 type UsageError struct {
@@ -75,6 +78,12 @@ type StoppedError struct{}
 
 func (e *StoppedError) Error() string { return "stopped" }
 
+// DriftedError reports a drift run that found drift (exit 6); the
+// results have already been printed.
+type DriftedError struct{ Msg string }
+
+func (e *DriftedError) Error() string { return e.Msg }
+
 // ExitCode maps an error returned by a command to its exit status.
 func ExitCode(err error) int {
 	if err == nil {
@@ -89,6 +98,8 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	case errors.As(err, new(*StoppedError)):
 		return ExitStopped
+	case errors.As(err, new(*DriftedError)):
+		return ExitDrifted
 	case errors.Is(err, invalid.ErrInput):
 		// A domain sentinel made with invalid.New, a typed error that
 		// unwraps to one, or a UsageError.

@@ -192,6 +192,9 @@ type attemptView struct {
 	Actor  string `json:"actor"`
 	Host   string `json:"host"`
 	Run    string `json:"run"`
+	// Runner is the fleet's runner (solar runner --name, or run-once's
+	// host-pid) that ran it; "" for an attempt outside the fleet.
+	Runner string `json:"runner"`
 	Start  string `json:"start"`
 	End    string `json:"end"`
 }
@@ -199,7 +202,7 @@ type attemptView struct {
 func attemptViews(recs []orch.AttemptRecord) []attemptView {
 	out := make([]attemptView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, attemptView{Number: r.Number, Actor: r.Actor, Host: r.Host, Run: r.Run, Start: stamp(r.Start), End: stamp(r.End)})
+		out = append(out, attemptView{Number: r.Number, Actor: r.Actor, Host: r.Host, Run: r.Run, Runner: r.Runner, Start: stamp(r.Start), End: stamp(r.End)})
 	}
 	return out
 }

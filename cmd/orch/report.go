@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -123,6 +123,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	w := a.IO.Out
 	printStale(w, v.UID, sum.Stale)
 	fmt.Fprintf(w, "plan %s, processed by %s\n", v.UID, app.Escape(app.ActorOrDash(v.ProcessedBy)))
+	// Only a plan the fleet ran has a runner column: outside the fleet
+	// every attempt ran in the one process orch report's state line names.
+	fleet := ranInFleet(v.Tasks)
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""
@@ -139,12 +142,18 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		if sum.Checked {
 			row = []string{t.ID, t.Predicted, status, dur, att, note}
 		}
+		if fleet {
+			row = append(row[:len(row)-1], app.Escape(runnersCell(t.AttemptRecords)), note)
+		}
 		rows = append(rows, row)
 	}
 	header := []string{"task", "status", "duration", "attempts", "error or reason"}
 	if sum.Checked {
 		// The last orch check's prediction beside what happened.
 		header = []string{"task", "predicted", "status", "duration", "attempts", "error or reason"}
+	}
+	if fleet {
+		header = append(header[:len(header)-1], "runner", "error or reason")
 	}
 	if err := app.Table(w, header, rows); err != nil {
 		return err
@@ -176,6 +185,37 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		}
 	}
 	return nil
+}
+
+// ranInFleet reports whether a fleet's runner ran any attempt of tasks.
+func ranInFleet(tasks []reportTask) bool {
+	for _, t := range tasks {
+		for _, r := range t.AttemptRecords {
+			if r.Runner != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runnersCell is the runner column: the runners of the attempts of the
+// task's last run, each once, in the order they ran; "-" for attempts
+// that ran outside the fleet.
+func runnersCell(recs []attemptView) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, r := range recs {
+		n := r.Runner
+		if n == "" {
+			n = "-"
+		}
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func attemptNumbers(recs []orch.AttemptRecord) []int {

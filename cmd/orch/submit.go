@@ -39,6 +39,8 @@ Without --detach, submit follows the plan as run-once does: the same progress
 lines, Ctrl-C once stops it (running tasks finish), twice kills its running
 tasks, and the same exit statuses. With --detach it returns once the plan is
 handed over; follow it with solar orch report, stop it with solar orch stop.
+A plan already submitted is followed, not handed over again; a finished plan
+is not run again (solar orch restart runs it).
 orch run-once of a submitted plan runs its tasks beside the runners. A bbolt
 store has no runners: submit refuses it with exit 2.` + "\n" + app.ExitHelp,
 		Example: `  solar orch submit last

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,7 +85,7 @@ runner, and the exit status is 5. A bbolt store has one runner per plan
 	c.Flags().IntVar(&opts.Concurrency, "concurrency", 4, "at most N tasks at once on this runner")
 	c.Flags().StringVar(&opts.Nodes, "nodes", "", "claim only tasks on nodes matching this tag expression")
 	c.Flags().BoolVar(&opts.NoLocal, "no-local", false, "claim no task that runs on this machine (only tasks with a node)")
-	c.Flags().DurationVar(&opts.Lease, "lease", orch.DefaultFleetLease, "how long claims outlive the runner's last heartbeat")
+	c.Flags().DurationVar(&opts.Lease, "lease", orch.DefaultFleetLease, "how long claims outlive the runner's last heartbeat, at least "+orch.MinLeaseTTL().String())
 	c.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "print every line the tasks print")
 	c.AddCommand(newCmdList(a))
 	return c
@@ -122,7 +123,7 @@ func run(opts *Options) error {
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
 	drain := make(chan struct{})
-	killed := false
+	var killed atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -132,12 +133,12 @@ func run(opts *Options) error {
 		close(drain)
 		<-sigs
 		log.printf("killing running tasks; they are ready again for other runners")
-		killed = true
+		killed.Store(true)
 		kill()
 	}()
 	log.printf("runner %s started (concurrency %d, lease %s) on %s", opts.Name, opts.Concurrency, opts.Lease, store.Redact(path))
 	err = f.Run(ctx, drain)
-	if errors.Is(err, context.Canceled) || killed {
+	if errors.Is(err, context.Canceled) || killed.Load() {
 		return &app.StoppedError{}
 	}
 	if err == nil {

@@ -52,6 +52,7 @@ var postgresScripts = []string{
 	"no_dead_ends",
 	"orch_exit_stopped", "orch_attempts_life",
 	"store_new_notice", "actors",
+	"fleet_basic",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database

@@ -55,6 +55,9 @@ type Request struct {
 // secrets masked; they are filled in on failure too, for the logs.
 type Result struct {
 	Changed bool
+	// Changes names what differs, when the script said (its result's
+	// "changes": inputs, or aspects such as "mode"); nil when it did not.
+	Changes []string
 	// Outputs may be nil. Values are canonical (see the package comment)
 	// and unmasked: they are data for the executor, not text for a screen.
 	Outputs map[string]any

@@ -34,6 +34,7 @@ type job struct {
 type outcome struct {
 	changed bool
 	outputs map[string]any // canonical, unmasked; may be nil
+	changes []string       // what the result says differs (Result.Changes)
 	// failure is the failure the program reported itself, worded for the
 	// operator and not yet masked (an Ansible task's); "" when none.
 	failure string
@@ -73,7 +74,7 @@ func runAttempt(ctx context.Context, req Request, j job) (Result, error) {
 	if err := classify(ctx, req, ended, hostErr, out, j.program, res.Stderr, m); err != nil {
 		return res, err
 	}
-	res.Changed, res.Outputs = out.changed, out.outputs
+	res.Changed, res.Outputs, res.Changes = out.changed, out.outputs, out.changes
 	return res, nil
 }
 

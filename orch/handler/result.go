@@ -19,32 +19,41 @@ const resultLimit = 16 << 20
 type resultFile struct {
 	Changed *bool          `json:"changed"` // nil (absent or null) means changed
 	Outputs map[string]any `json:"outputs"`
+	// Changes names what differs (or would, in check mode): inputs or
+	// aspects such as "mode". Optional; solar drift filters on it.
+	Changes []string `json:"changes"`
 }
 
 // parseResult decodes a result file. Its errors describe what is wrong
 // with the file without quoting it: the file may hold secrets.
 func parseResult(raw []byte) (changed bool, outputs map[string]any, err error) {
+	changed, outputs, _, err = parseResultChanges(raw)
+	return changed, outputs, err
+}
+
+// parseResultChanges is parseResult with the result's "changes" too.
+func parseResultChanges(raw []byte) (changed bool, outputs map[string]any, changes []string, err error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return true, nil, nil
+		return true, nil, nil, nil
 	}
 	var rf resultFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rf); err != nil {
-		return false, nil, describeJSONError(err)
+		return false, nil, nil, describeJSONError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return false, nil, errors.New("result file holds more than one JSON value")
+		return false, nil, nil, errors.New("result file holds more than one JSON value")
 	}
 	for k, v := range rf.Outputs {
 		cv, err := canonicalNumbers(v)
 		if err != nil {
-			return false, nil, fmt.Errorf("result file: output %q: %w", k, err)
+			return false, nil, nil, fmt.Errorf("result file: output %q: %w", k, err)
 		}
 		rf.Outputs[k] = cv
 	}
-	return rf.Changed == nil || *rf.Changed, rf.Outputs, nil
+	return rf.Changed == nil || *rf.Changed, rf.Outputs, rf.Changes, nil
 }
 
 // describeJSONError turns a decoding error into one that names the place
@@ -66,11 +75,13 @@ func describeJSONError(err error) error {
 			return fmt.Errorf("result file: changed is a JSON %s; want true or false", typ.Value)
 		case "outputs":
 			return fmt.Errorf("result file: outputs is a JSON %s; want an object", typ.Value)
+		case "changes":
+			return fmt.Errorf("result file: changes is a JSON %s; want a list of names", typ.Value)
 		}
 		return fmt.Errorf("result file: %s is a JSON %s of the wrong type", typ.Field, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// Only the field's name is quoted, never a value.
-		return fmt.Errorf("result file has %s; want only changed and outputs", strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("result file has %s; want only changed, outputs and changes", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return errors.New("result file cannot be decoded as JSON")
 }

@@ -80,7 +80,7 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 func scriptOutcome(e Ended) outcome {
 	o := outcome{changed: true, err: e.ResultErr}
 	if o.err == nil && e.Result != nil {
-		o.changed, o.outputs, o.err = parseResult(e.Result)
+		o.changed, o.outputs, o.changes, o.err = parseResultChanges(e.Result)
 	}
 	return o
 }

@@ -59,7 +59,10 @@ type candidate struct {
 // counted, with the fences; the claimed rows, begin's records and COMMIT.
 // A claim racing with a change of its plan's epoch carries the epoch it
 // read: its completion matches nothing, and Heartbeat reports the new one.
-// A slot whose count is not positive is not limited.
+// A slot whose count is not positive is not limited. An error before the
+// COMMIT claimed nothing; a connection lost during it may have claimed:
+// those claims are the runner's, named by its next Heartbeat, and are
+// reaped when their leases end if it does not take them up.
 func (s *Store) Claim(ctx context.Context, f kv.ClaimFilter, begin func(kv.Claim) (bucket, key string, value []byte)) ([]kv.Claim, error) {
 	if f.Max <= 0 {
 		return nil, nil

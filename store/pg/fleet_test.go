@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -438,6 +439,7 @@ func TestFleetSubmitManyIsQuick(t *testing.T) {
 	tasks := ready(10000, kv.Slot{Name: "plan/p", Count: 8}, kv.Slot{Name: "sema/s", Count: 2})
 	start := time.Now()
 	submit(t, s, "p", tasks)
+	t.Logf("10,000 tasks submitted in %s", time.Since(start))
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("submitting 10,000 tasks took %s", took)
 	}
@@ -449,5 +451,56 @@ func TestFleetSubmitManyIsQuick(t *testing.T) {
 	submit(t, s, "p", ready(2))
 	if p, _, _ = s.PlanState(bg, "p"); p.Ready != 2 || p.Epoch != 2 {
 		t.Errorf("resubmitted: %+v", p)
+	}
+}
+
+func TestFleetReleaseSubmitAndReadOnly(t *testing.T) {
+	s, _ := fleetStore(t)
+	tasks := ready(2)
+	tasks[0].Attempts, tasks[1].Attempts = 2, 5
+	submit(t, s, "p", tasks)
+	cs := claim(t, s, kv.ClaimFilter{Max: 2})
+	if len(cs) != 2 || cs[0].Attempts != 2 || cs[1].Attempts != 5 {
+		t.Fatalf("claims of tasks with earlier attempts: %+v", cs)
+	}
+	fleetUpdate(t, s, func(f kv.FleetTx) error {
+		if ok, err := f.FleetRelease(cs[0], false); !ok || err != nil {
+			return fmt.Errorf("release to done: %v %v", ok, err)
+		}
+		if ok, err := f.FleetRelease(cs[0], true); ok || err != nil {
+			t.Errorf("a released claim released again: %v %v", ok, err)
+		}
+		return nil
+	})
+	p, _, _ := s.PlanState(bg, "p")
+	if p.Done != 1 || p.Claimed != 1 {
+		t.Errorf("after a release to done: %+v", p)
+	}
+
+	bad := []kv.FleetTask{{Task: "x", State: kv.RowReady, Slots: []kv.Slot{{Name: "sema/a\x1fb", Count: 1}}}}
+	err := s.Update(func(tx kv.Tx) error { return tx.(kv.FleetTx).FleetSubmit(kv.FleetPlan{UID: "p"}, bad) })
+	if err == nil || !strings.Contains(err.Error(), `"sema/a\x1fb"`) {
+		t.Errorf("a slot name with a unit separator: %v", err)
+	}
+	if p2, _, _ := s.PlanState(bg, "p"); p2 != p {
+		t.Errorf("a refused submission changed the plan: %+v, was %+v", p2, p)
+	}
+
+	err = s.View(func(tx kv.Tx) error {
+		f := tx.(kv.FleetTx)
+		if err := f.FleetSetPlan("p", false, true, 0); !errors.Is(err, kv.ErrReadOnly) {
+			t.Errorf("a plan set in a View: %v", err)
+		}
+		if _, err := f.FleetReap(1); !errors.Is(err, kv.ErrReadOnly) {
+			t.Errorf("a reap in a View: %v", err)
+		}
+		rows, err := f.FleetRows("p")
+		if err != nil || len(rows) != 2 || rows[1].Owner != "r1" || rows[1].Fence != cs[1].Fence || rows[1].Claims != 1 {
+			t.Errorf("rows read in a View: %+v %v", rows, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
