@@ -6,7 +6,10 @@
 //
 //   - a directory under the system's temporary directory holding the
 //     cluster (initdb), its log, and the directory of its Unix socket: the
-//     server listens on that socket only, never on TCP;
+//     server listens on that socket only, unless Options.Listen names IP
+//     addresses to listen on by TCP too (a free port; Server.TCPURL), for
+//     clients of this machine and of the networks Options.Trust lets in,
+//     such as runners in network namespaces across a veth pair;
 //   - the postgres server process (pg_ctl start), with fsync on unless
 //     Options.NoFsync says otherwise;
 //   - a watchdog process that stops the server and removes the directory

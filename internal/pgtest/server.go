@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -36,6 +37,10 @@ const serverUser = "postgres"
 // superuser is the role initdb creates, and the user of every URL.
 const superuser = "postgres"
 
+// defaultPort is PostgreSQL's port, the socket's name when the server
+// listens on no TCP address.
+const defaultPort = 5432
+
 // startTimeout bounds pg_ctl start and stop.
 const startTimeout = 30 * time.Second
 
@@ -49,6 +54,16 @@ type Options struct {
 	// NoFsync turns fsync off: faster, and a crash of the machine loses
 	// the cluster, which a test does not mind. Benchmarks keep it on.
 	NoFsync bool
+	// Listen are IP addresses of this machine the server also listens on
+	// by TCP, beside its Unix socket, such as the host end of a veth pair
+	// (internal/sshdtest.Link.HostIP): each must be assigned when the
+	// server starts. The port is one free on the first of them. Each is
+	// trusted as ADDR/32, so that this machine's own TCP clients connect.
+	Listen []string
+	// Trust are networks in CIDR notation (such as "10.213.0.0/30", a
+	// link's subnet) whose TCP clients connect as any role without a
+	// password: a line "host all all NET trust" in pg_hba.conf each.
+	Trust []string
 }
 
 // Server is a running PostgreSQL cluster of a test process, reachable on a
@@ -58,6 +73,9 @@ type Server struct {
 	// directory (SocketDir).
 	Dir       string
 	SocketDir string
+	// Port is the server's port, on its socket and its Listen addresses:
+	// 5432 unless Options.Listen chose a free one.
+	Port int
 
 	bin      string   // directory of initdb, pg_ctl
 	asUser   []string // prefix that runs a command as the server's user
@@ -74,6 +92,10 @@ func StartServer() (*Server, error) { return StartServerWith(Options{}) }
 
 // StartServerWith starts a server configured by opts.
 func StartServerWith(opts Options) (_ *Server, err error) {
+	trust, err := checkTCP(opts)
+	if err != nil {
+		return nil, err
+	}
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
@@ -93,7 +115,7 @@ func StartServerWith(opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, SocketDir: filepath.Join(dir, "sock"), bin: bin, asUser: asUser}
+	s := &Server{Dir: dir, SocketDir: filepath.Join(dir, "sock"), Port: defaultPort, bin: bin, asUser: asUser}
 	defer func() {
 		if err != nil {
 			_ = s.Stop()
@@ -123,7 +145,17 @@ func StartServerWith(opts Options) (_ *Server, err error) {
 	if opts.NoFsync {
 		fsync = "off"
 	}
-	s.conf = fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=%s", s.SocketDir, fsync)
+	listen := ""
+	if len(opts.Listen) > 0 {
+		if s.Port, err = freePort(opts.Listen[0]); err != nil {
+			return nil, err
+		}
+		if err := appendHBA(filepath.Join(data, "pg_hba.conf"), trust); err != nil {
+			return nil, err
+		}
+		listen = strings.Join(opts.Listen, ",")
+	}
+	s.conf = fmt.Sprintf("-c listen_addresses='%s' -p %d -k %s -c fsync=%s", listen, s.Port, s.SocketDir, fsync)
 	if err := s.start(); err != nil {
 		return nil, err
 	}
@@ -277,7 +309,19 @@ func (s *Server) Stop() error {
 // take it: the Unix socket directory in the host parameter.
 func (s *Server) URL(db string) string {
 	q := url.Values{"host": {s.SocketDir}, "user": {superuser}}
+	if s.Port != defaultPort {
+		q.Set("port", strconv.Itoa(s.Port))
+	}
 	return "postgres:///" + db + "?" + q.Encode()
+}
+
+// TCPURL returns the URL of database db on the server by TCP to host, one
+// of Options.Listen, for a client on this machine or in a network that
+// Options.Trust lets in. TLS is off: the server has no certificate.
+func (s *Server) TCPURL(db, host string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(superuser), Host: net.JoinHostPort(host, strconv.Itoa(s.Port)),
+		Path: "/" + db, RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
 // dbName is what NewDatabase accepts: an identifier that needs no quoting.

@@ -41,6 +41,9 @@ type round struct {
 
 // runRound runs one round in dir and returns what happened in it.
 func runRound(t *testing.T, rng *rand.Rand, rg *rig, m mode, dir string) stats {
+	if m.fleet {
+		return runFleet(t, rng, rg, dir)
+	}
 	r := &round{t: t, rng: rng, rig: rg, mode: m, work: filepath.Join(dir, "work"), tmp: filepath.Join(dir, "tmp"),
 		cache: filepath.Join(dir, "cache"), finished: map[string]int{}}
 	r.prepare(dir)

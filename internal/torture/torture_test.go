@@ -20,7 +20,8 @@
 // outlast a crash of the server), 3-8s on nodes (to outlast a cut).
 //
 // Rounds take turns over four setups (SOLAR_TORTURE_MODES, a comma list,
-// chooses among them): the store in a bbolt file ("bolt") or PostgreSQL
+// chooses among them; "fleet", only when named there, tortures solar
+// runner processes instead: see fleet_test.go): the store in a bbolt file ("bolt") or PostgreSQL
 // ("pg"), and the tasks run on this machine or on two OpenSSH nodes, each
 // in a network namespace of its own ("bolt-ssh", "pg-ssh"). A run meets
 // one of these faults, or none:
@@ -90,6 +91,8 @@ type mode struct {
 	name string
 	pg   bool // the store is PostgreSQL (else a bbolt file)
 	ssh  bool // the tasks run on sshd nodes (else on this machine)
+	// fleet: solar runner processes run a submitted plan (fleet_test.go).
+	fleet bool
 }
 
 // parseModes reads SOLAR_TORTURE_MODES.
@@ -99,8 +102,10 @@ func parseModes(list string) ([]mode, error) {
 		switch name {
 		case "bolt", "pg", "bolt-ssh", "pg-ssh":
 			out = append(out, mode{name: name, pg: strings.HasPrefix(name, "pg"), ssh: strings.HasSuffix(name, "-ssh")})
+		case "fleet":
+			out = append(out, mode{name: name, pg: true, fleet: true})
 		default:
-			return nil, fmt.Errorf("SOLAR_TORTURE_MODES: unknown mode %q (bolt, pg, bolt-ssh, pg-ssh)", name)
+			return nil, fmt.Errorf("SOLAR_TORTURE_MODES: unknown mode %q (bolt, pg, bolt-ssh, pg-ssh, fleet)", name)
 		}
 	}
 	return out, nil
