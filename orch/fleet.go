@@ -102,7 +102,7 @@ func refuseResubmit(ftx kv.FleetTx, uid string) error {
 	for _, r := range rows {
 		if r.State == kv.RowClaimed {
 			return fmt.Errorf("%w: plan %s is stopping: %s still runs on runner %s; wait for it, then submit again",
-				ErrRunning, uid, r.Task, r.Owner)
+				ErrRunning, uid, r.Task, runnerOf(r.Owner))
 		}
 	}
 	return nil
@@ -464,7 +464,7 @@ func fleetSkipped(tx *store.Tx, uid string, ids []string, now time.Time) error {
 		switch row.State {
 		case kv.RowClaimed:
 			return fmt.Errorf("%w: %s already started in plan %s, on runner %s; wait for it to finish, or stop the plan with solar orch stop %s",
-				ErrRunning, id, uid, row.Owner, uid)
+				ErrRunning, id, uid, runnerOf(row.Owner), uid)
 		case kv.RowWaiting, kv.RowReady:
 			done = append(done, id)
 		}

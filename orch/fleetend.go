@@ -240,7 +240,7 @@ func (fr *fleetRun) giveBack(tx *store.Tx, ftx kv.FleetTx, fp *fleetPlan, c kv.C
 		}
 		return PutState(tx, c.UID, c.Task, State{Status: StatusError, Err: killed, End: now})
 	}
-	return reclaimable(tx, ftx, fp, c, "runner "+c.Owner+" stopped", now)
+	return reclaimable(tx, ftx, fp, c, "runner "+runnerOf(c.Owner)+" stopped", now)
 }
 
 // reclaimable gives claim c's task of plan fp back to be claimed again,
@@ -319,7 +319,7 @@ func (fr *fleetRun) reapOnce(final bool) (map[string]bool, error) {
 			return nil
 		}
 		for _, c := range claims {
-			msg := "lease of runner " + c.Owner + " expired"
+			msg := "lease of runner " + runnerOf(c.Owner) + " expired"
 			if fp := plans[c.UID]; fp != nil {
 				err = reclaimable(tx, ftx, fp, c, msg, now)
 			} else {
@@ -337,7 +337,7 @@ func (fr *fleetRun) reapOnce(final bool) (map[string]bool, error) {
 	})
 	if err == nil {
 		for _, c := range reaped {
-			fr.note("%s of plan %s: the lease of runner %s expired; it is given back", c.Task, c.UID, c.Owner)
+			fr.note("%s of plan %s: the lease of runner %s expired; it is given back", c.Task, c.UID, runnerOf(c.Owner))
 		}
 	}
 	return missing, err
@@ -415,7 +415,7 @@ func (fr *fleetRun) heartbeat(ctx context.Context) {
 		// A call that hangs (a cut link) must not outlast the deadline.
 		wait := max(deadline-time.Since(lastOK), every)
 		cctx, cancel := context.WithTimeout(ctx, wait)
-		held, err := fr.fleet.Heartbeat(cctx, fr.f.Name, fr.lease)
+		held, err := fr.fleet.Heartbeat(cctx, fr.owner, fr.lease)
 		cancel()
 		if err != nil {
 			if time.Since(lastOK) >= deadline {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,7 @@ type fleetDone struct {
 // fleetRun is one FleetRunner.Run under way.
 type fleetRun struct {
 	f     *FleetRunner
+	owner string // this instance, its claims' owner (kv.FleetRunner.Instance)
 	db    *store.DB
 	fleet kv.Fleet
 	lease time.Duration
@@ -172,17 +174,20 @@ func (f *FleetRunner) Run(ctx context.Context, drain <-chan struct{}) error {
 	f.Settings.defaults()
 	fr := &fleetRun{f: f, db: db, fleet: fleet, lease: f.Lease, plans: map[string]*fleetPlan{}, loading: map[string]chan struct{}{}, running: map[string]*fleetTask{},
 		done: make(chan fleetDone, 64), wake: make(chan struct{}, 1)}
+	// Claims are this process's, not its name's: a runner restarted
+	// under its name never renews what the one before held.
+	fr.owner = f.Name + instanceSep + newToken()[:6]
 	if fr.lease <= 0 {
 		fr.lease = DefaultFleetLease
 	}
 	if f.Concurrency < 1 {
 		f.Concurrency = 1
 	}
-	reg := kv.FleetRunner{Name: f.Name, Host: f.Settings.runHost(), PID: os.Getpid(), Version: f.Version, Concurrency: f.Concurrency, Nodes: f.Nodes}
+	reg := kv.FleetRunner{Name: f.Name, Instance: fr.owner, Host: f.Settings.runHost(), PID: os.Getpid(), Version: f.Version, Concurrency: f.Concurrency, Nodes: f.Nodes}
 	if err := fleet.Register(context.Background(), reg); err != nil {
 		return err
 	}
-	defer func() { _ = fleet.Unregister(context.Background(), f.Name) }()
+	defer func() { _ = fleet.Unregister(context.Background(), fr.owner) }()
 	defer fr.close()
 	beatCtx, stopBeat := context.WithCancel(context.Background())
 	defer stopBeat()
@@ -299,7 +304,7 @@ func (fr *fleetRun) claim() (int, error) {
 	if free <= 0 || suspended {
 		return 0, nil
 	}
-	filter := kv.ClaimFilter{Runner: fr.f.Name, Max: free, TTL: fr.lease, Plan: fr.f.Plan, NoLocal: fr.f.NoLocal}
+	filter := kv.ClaimFilter{Runner: fr.owner, Max: free, TTL: fr.lease, Plan: fr.f.Plan, NoLocal: fr.f.NoLocal}
 	if fr.f.Nodes != "" {
 		nodes, err := fr.matchNodes()
 		if err != nil {
@@ -520,4 +525,16 @@ func (fr *fleetRun) close() {
 		fp.close()
 		delete(fr.plans, uid)
 	}
+}
+
+// instanceSep joins a runner's name and its instance's token in the owner
+// of its claims.
+const instanceSep = "#"
+
+// runnerOf is the runner's name in the owner of a claim.
+func runnerOf(owner string) string {
+	if i := strings.LastIndex(owner, instanceSep); i > 0 {
+		return owner[:i]
+	}
+	return owner
 }

@@ -32,20 +32,22 @@ import (
 // the caller names them in each task's Slots ("plan/UID",
 // "node/UID/NODE").
 type Fleet interface {
-	// Register records runner r as live (its heartbeat now); Unregister
-	// removes it. Runners lists the runners whose heartbeat is recent,
-	// with the number of tasks each holds.
+	// Register records runner r as live (its heartbeat now), replacing a
+	// record of its name; Unregister removes the record of instance.
+	// Runners lists the runners whose heartbeat is recent, with the
+	// number of tasks each holds.
 	Register(ctx context.Context, r FleetRunner) error
-	Unregister(ctx context.Context, name string) error
+	Unregister(ctx context.Context, instance string) error
 	Runners(ctx context.Context) ([]FleetRunner, error)
 	// Claim claims up to f.Max ready tasks for runner f.Runner, writing
 	// for each the record begin returns (its INPROGRESS state) in the
 	// same transaction.
 	Claim(ctx context.Context, f ClaimFilter, begin func(Claim) (bucket, key string, value []byte)) ([]Claim, error)
-	// Heartbeat renews every lease runner holds for ttl from now on the
-	// store's clock, and its own record, and returns the claims it still
-	// holds with their plans' epochs and whether the plans are live.
-	Heartbeat(ctx context.Context, runner string, ttl time.Duration) ([]Claim, error)
+	// Heartbeat renews every lease the runner instance holds (its claims'
+	// owner) for ttl from now on the store's clock, and its own record,
+	// and returns the claims it still holds with their plans' epochs and
+	// whether the plans are live.
+	Heartbeat(ctx context.Context, instance string, ttl time.Duration) ([]Claim, error)
 	// PlanState returns the fleet's view of plan uid: whether it was
 	// submitted, its epoch, whether it is live, and its rows' counts.
 	PlanState(ctx context.Context, uid string) (FleetPlan, bool, error)
@@ -157,7 +159,7 @@ type Claim struct {
 
 // ClaimFilter says which tasks a runner may claim.
 type ClaimFilter struct {
-	Runner string
+	Runner string // the claiming instance (FleetRunner.Instance)
 	Max    int
 	TTL    time.Duration
 	// Plan limits claims to one plan ("" any live plan).
@@ -171,10 +173,14 @@ type ClaimFilter struct {
 // FleetRunner is a runner's record.
 type FleetRunner struct {
 	Name, Host, Version string
-	PID                 int
-	Concurrency         int
-	Nodes               string // its --nodes expression, "" for any
-	Started             time.Time
-	Silent              time.Duration // since its last heartbeat, on the store's clock
-	Held                int           // tasks it holds now
+	// Instance names this process of the runner: its claims' owner (a
+	// runner restarted under its name is a new instance, and never renews
+	// the claims of the one before, which expire). "" is Name.
+	Instance    string
+	PID         int
+	Concurrency int
+	Nodes       string // its --nodes expression, "" for any
+	Started     time.Time
+	Silent      time.Duration // since its last heartbeat, on the store's clock
+	Held        int           // tasks it holds now
 }

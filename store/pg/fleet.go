@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -253,7 +254,7 @@ func (s *Store) take(ctx context.Context, conn *pgx.Conn, f kv.ClaimFilter, take
 // Heartbeat implements kv.Fleet: one statement renews the leases and the
 // runner's record, on the database's clock.
 func (s *Store) Heartbeat(ctx context.Context, runner string, ttl time.Duration) ([]kv.Claim, error) {
-	q := "WITH r AS (UPDATE " + s.table("fleet_runner") + " SET heartbeat = now() WHERE name = $1)," +
+	q := "WITH r AS (UPDATE " + s.table("fleet_runner") + " SET heartbeat = now() WHERE instance = $1)," +
 		" u AS (UPDATE " + s.table("fleet_task") + " SET lease_until = now() + $2::bigint * interval '1 millisecond'" +
 		" WHERE state = 2 AND owner = $1 RETURNING uid, task, fence, claims, attempts)" +
 		" SELECT u.uid, u.task, u.fence, u.claims, u.attempts - 1, p.epoch, p.live FROM u JOIN " + s.table("fleet_plan") +
@@ -295,15 +296,15 @@ func (s *Store) exec(ctx context.Context, op, sql string, args ...any) error {
 // Register implements kv.Fleet.
 func (s *Store) Register(ctx context.Context, r kv.FleetRunner) error {
 	return s.exec(ctx, "register runner", "INSERT INTO "+s.table("fleet_runner")+
-		" (name, host, pid, version, concurrency, nodes, started, heartbeat) VALUES ($1, $2, $3, $4, $5, $6, $7, now())"+
+		" (name, host, pid, version, concurrency, nodes, started, heartbeat, instance) VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8)"+
 		" ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,"+
-		" concurrency = EXCLUDED.concurrency, nodes = EXCLUDED.nodes, started = EXCLUDED.started, heartbeat = now()",
-		r.Name, r.Host, r.PID, r.Version, r.Concurrency, r.Nodes, r.Started)
+		" concurrency = EXCLUDED.concurrency, nodes = EXCLUDED.nodes, started = EXCLUDED.started, heartbeat = now(), instance = EXCLUDED.instance",
+		r.Name, r.Host, r.PID, r.Version, r.Concurrency, r.Nodes, r.Started, cmp.Or(r.Instance, r.Name))
 }
 
 // Unregister implements kv.Fleet.
-func (s *Store) Unregister(ctx context.Context, name string) error {
-	return s.exec(ctx, "unregister runner", "DELETE FROM "+s.table("fleet_runner")+" WHERE name = $1", name)
+func (s *Store) Unregister(ctx context.Context, instance string) error {
+	return s.exec(ctx, "unregister runner", "DELETE FROM "+s.table("fleet_runner")+" WHERE instance = $1", instance)
 }
 
 // Runners implements kv.Fleet: the runners heard from in the last minute,
@@ -311,7 +312,7 @@ func (s *Store) Unregister(ctx context.Context, name string) error {
 func (s *Store) Runners(ctx context.Context) ([]kv.FleetRunner, error) {
 	q := "SELECT r.name, coalesce(r.host, ''), coalesce(r.pid, 0), coalesce(r.version, ''), coalesce(r.concurrency, 0)," +
 		" coalesce(r.nodes, ''), coalesce(r.started, 'epoch'::timestamptz), (extract(epoch FROM now() - r.heartbeat) * 1e6)::bigint," +
-		" (SELECT count(*) FROM " + s.table("fleet_task") + " t WHERE t.state = 2 AND t.owner = r.name)" +
+		" (SELECT count(*) FROM " + s.table("fleet_task") + " t WHERE t.state = 2 AND t.owner = r.instance)" +
 		" FROM " + s.table("fleet_runner") + " r WHERE r.heartbeat > now() - $1::bigint * interval '1 millisecond' ORDER BY r.name"
 	pc, err := s.acquire(ctx, "list runners")
 	if err != nil {

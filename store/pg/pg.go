@@ -84,7 +84,8 @@ var layouts = []string{
 		concurrency integer,
 		nodes text,
 		started timestamptz,
-		heartbeat timestamptz NOT NULL);
+		heartbeat timestamptz NOT NULL,
+		instance text);
 	CREATE SEQUENCE IF NOT EXISTS %[1]s.fleet_fence`,
 }
 
