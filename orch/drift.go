@@ -319,7 +319,8 @@ func (c *driftChecker) result(n planner.Node, st State, ignore []string) DriftRe
 }
 
 // keepDrift records run in tx and, with stage, stages the corrective
-// action of each drifted resource (cause "drift").
+// action of each drifted resource (cause "drift") unless that entry is
+// already staged for another reason.
 func keepDrift(tx *store.Tx, run *DriftRun, stage bool, r Runner) error {
 	id, err := NewUID(tx, run.Started)
 	if err != nil {
@@ -332,10 +333,17 @@ func keepDrift(tx *store.Tx, run *DriftRun, stage bool, r Runner) error {
 			if res.Status != DriftDrifted {
 				continue
 			}
-			if _, err := stg.StageRefresh(res.Resource, res.Action, DriftCause); err != nil {
+			e, err := stg.StageRefresh(res.Resource, res.Action, DriftCause)
+			if err != nil {
 				return fmt.Errorf("stage %s.%s: %w", res.Resource, res.Action, err)
 			}
-			run.Staged = append(run.Staged, staging.Key(res.Resource, res.Action))
+			// An entry staged for another reason (a change an operator
+			// made) is kept as it is: it runs anyway with the committed
+			// values plus that change, as an intentional change, so it is
+			// neither listed here nor marked corrective.
+			if e.Cause == DriftCause {
+				run.Staged = append(run.Staged, e.Key)
+			}
 		}
 	}
 	raw, err := json.Marshal(run)

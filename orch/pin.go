@@ -40,6 +40,10 @@ type Pin struct {
 	// Diff is what the task's staged entry changed when the plan was
 	// made (staged tasks only): what the operator reviewed.
 	Diff []staging.Change `json:"diff,omitempty"`
+	// Corrective marks a task whose staged entry drift --stage staged
+	// (cause "drift"): it repairs drift rather than applying a change an
+	// operator made. Decided when the plan is made, as Diff is.
+	Corrective bool `json:"corrective,omitempty"`
 }
 
 // BaseRef names the stored base (package bases) a task runs.

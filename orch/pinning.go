@@ -186,7 +186,7 @@ func (pn *pinner) pin(n *planner.Node) (*Pin, error) {
 	}
 	if n.Staged && n.StagedKey != "" {
 		if e, err := staging.Get(pn.tx, n.StagedKey); err == nil {
-			p.Diff = e.Diff
+			p.Diff, p.Corrective = e.Diff, e.Cause == DriftCause
 		}
 	}
 	return p, nil

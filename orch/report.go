@@ -49,6 +49,9 @@ type ReportTask struct {
 	// empty for a task that has not run, or whose handler keeps no log
 	// (noop).
 	Attempts []AttemptRecord
+	// Corrective is true for a task that ran because of drift: its staged
+	// entry came from drift --stage (Pin.Corrective), not from a change.
+	Corrective bool
 }
 
 // reportStatuses are the statuses a report counts, each with an entry in
@@ -78,10 +81,14 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	pins, err := Pins(tx, rec.UID)
+	if err != nil {
+		return nil, err
+	}
 	var first, last time.Time
 	for _, n := range Ordered(rec.Plan) {
 		st := states[n.ID]
-		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What, Attempts: lastAttempts(st, recs[n.ID])}
+		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What, Attempts: lastAttempts(st, recs[n.ID]), Corrective: pins[n.ID] != nil && pins[n.ID].Corrective}
 		if !st.Start.IsZero() && !st.End.IsZero() {
 			t.Duration = st.End.Sub(st.Start)
 		}

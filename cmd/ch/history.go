@@ -27,7 +27,7 @@ func NewCmdHistory(a *app.App, runF func(*HistoryOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "history",
 		Short: "List committed changes, oldest first (as orch list lists plans)",
-		Long:  "List committed entries with their uid (for \"ch revert\"), the plan task that committed them, and with -d their diffs.\n" + app.ExitHelp,
+		Long:  "List committed entries with their uid (for \"ch revert\"), the plan task that committed them, why they were staged (cause: \"drift\" for a repair solar drift --stage staged), and with -d their diffs.\n" + app.ExitHelp,
 		Example: `  solar ch history -n 10
   solar ch history -d --json`,
 		Args: cobra.NoArgs,
@@ -61,6 +61,9 @@ type historyEntryView struct {
 	StagedBy string `json:"staged_by"`
 	RanBy    string `json:"ran_by"`
 	RanOn    string `json:"ran_on"`
+	// Cause is why the entry was staged ("drift" for one solar drift
+	// --stage staged).
+	Cause string `json:"cause"`
 }
 
 func historyRun(opts *HistoryOptions) error {
@@ -79,7 +82,7 @@ func historyRun(opts *HistoryOptions) error {
 		h := hs[i]
 		uid, _ := strconv.ParseUint(h.UID, 10, 64)
 		views = append(views, historyEntryView{UID: uid, Key: h.Key, Resource: h.Resource, Action: h.Action, Plan: h.Plan, Task: h.Task,
-			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), StagedBy: h.StagedBy, RanBy: h.RanBy, RanOn: h.RanOn, Diff: app.DiffView(h.Diff)})
+			CommittedAt: h.CommittedAt.Format("2006-01-02T15:04:05Z"), StagedBy: h.StagedBy, RanBy: h.RanBy, RanOn: h.RanOn, Cause: h.Cause, Diff: app.DiffView(h.Diff)})
 	}
 	w := opts.App.IO.Out
 	if opts.JSON {
@@ -95,9 +98,9 @@ func historyRun(opts *HistoryOptions) error {
 	if !opts.Diff {
 		rows := make([][]string, 0, len(views))
 		for _, v := range views {
-			rows = append(rows, []string{strconv.FormatUint(v.UID, 10), v.Key, v.Task, v.Plan, v.CommittedAt, app.ActorOrDash(v.StagedBy), ranBy(v)})
+			rows = append(rows, []string{strconv.FormatUint(v.UID, 10), v.Key, v.Task, v.Plan, v.CommittedAt, app.ActorOrDash(v.StagedBy), ranBy(v), v.Cause})
 		}
-		return app.Table(w, []string{"uid", "key", "task", "plan", "committed", "staged by", "ran by"}, rows)
+		return app.Table(w, []string{"uid", "key", "task", "plan", "committed", "staged by", "ran by", "cause"}, rows)
 	}
 	for _, v := range views {
 		fmt.Fprintf(w, "%d  %s  (%s, %s, staged by %s, ran by %s)\n", v.UID, v.Key, v.Task, v.CommittedAt,

@@ -290,7 +290,8 @@ const reportJSON = `{
       "end": "2026-11-22T09:59:01.5Z",
       "predicted": "",
       "attempt_numbers": [],
-      "attempt_records": []
+      "attempt_records": [],
+      "corrective": false
     },
     {
       "id": "db.run#0",
@@ -304,7 +305,8 @@ const reportJSON = `{
       "end": "2026-11-22T09:59:04Z",
       "predicted": "",
       "attempt_numbers": [],
-      "attempt_records": []
+      "attempt_records": [],
+      "corrective": false
     },
     {
       "id": "cache.run#0",
@@ -318,7 +320,8 @@ const reportJSON = `{
       "end": "",
       "predicted": "",
       "attempt_numbers": [],
-      "attempt_records": []
+      "attempt_records": [],
+      "corrective": false
     }
   ],
   "stale": [],

@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet), whether a task is corrective (it ran because solar drift --stage staged it; a \"change\" column in plans with such a task only; --json: \"corrective\" of each task) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -58,6 +58,9 @@ type reportTask struct {
 	// ran each.
 	AttemptNumbers []int         `json:"attempt_numbers"`
 	AttemptRecords []attemptView `json:"attempt_records"`
+	// Corrective is true for a task that ran because of drift (its entry
+	// was staged by solar drift --stage), false for an intentional change.
+	Corrective bool `json:"corrective"`
 }
 
 type reportView struct {
@@ -109,7 +112,7 @@ func newReportView(sum *orch.ReportSummary) reportView {
 		st := t.State
 		v.Tasks = append(v.Tasks, reportTask{ID: t.ID, Status: string(st.Status), DurationMS: millis(t.Duration), Attempts: st.Attempts, Changed: st.Changed,
 			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted,
-			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts)})
+			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts), Corrective: t.Corrective})
 	}
 	return v
 }
@@ -126,6 +129,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	// Only a plan the fleet ran has a runner column: outside the fleet
 	// every attempt ran in the one process orch report's state line names.
 	fleet := ranInFleet(v.Tasks)
+	// Only a plan with a task that repairs drift has a change column, as
+	// Puppet separates corrective from intentional changes.
+	corrective := hasCorrective(v.Tasks)
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""
@@ -145,6 +151,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		if fleet {
 			row = append(row[:len(row)-1], app.Escape(runnersCell(t.AttemptRecords)), note)
 		}
+		if corrective {
+			row = append(row[:len(row)-1], changeCell(t.Corrective), note)
+		}
 		rows = append(rows, row)
 	}
 	header := []string{"task", "status", "duration", "attempts", "error or reason"}
@@ -154,6 +163,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	}
 	if fleet {
 		header = append(header[:len(header)-1], "runner", "error or reason")
+	}
+	if corrective {
+		header = append(header[:len(header)-1], "change", "error or reason")
 	}
 	if err := app.Table(w, header, rows); err != nil {
 		return err
@@ -197,6 +209,26 @@ func ranInFleet(tasks []reportTask) bool {
 		}
 	}
 	return false
+}
+
+// hasCorrective reports whether any of tasks ran because of drift.
+func hasCorrective(tasks []reportTask) bool {
+	for _, t := range tasks {
+		if t.Corrective {
+			return true
+		}
+	}
+	return false
+}
+
+// changeCell is the change column: corrective for a task that repairs
+// drift, "-" for any other (a change staged by hand, or a task the rules
+// triggered).
+func changeCell(corrective bool) string {
+	if corrective {
+		return "corrective"
+	}
+	return "-"
 }
 
 // runnersCell is the runner column: the runners of the attempts of the

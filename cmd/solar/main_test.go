@@ -53,6 +53,7 @@ var postgresScripts = []string{
 	"orch_exit_stopped", "orch_attempts_life",
 	"store_new_notice", "actors",
 	"fleet_basic",
+	"drift_pg",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
