@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -98,6 +99,9 @@ func driftOptions(opts *Options) (orch.DriftOptions, error) {
 	for _, n := range opts.Names {
 		sel = append(sel, "-n "+n)
 	}
+	// One selection however its flags are ordered: the lock of --every
+	// is named by it.
+	sort.Strings(sel)
 	o.Selection = strings.Join(sel, " ")
 	if o.Selection == "" {
 		o.Selection = "all"
