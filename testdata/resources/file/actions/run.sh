@@ -15,5 +15,8 @@ case $mode in
 *) solar_die "input mode must let the owner read the file (such as 0600), got '$mode'" ;;
 esac
 [ ! -d "$target" ] || solar_die "input path names a directory: $path"
+# The content is the operator's and may be a secret: a difference in it is
+# reported without detail, and the file is named by its path.
+solar_show=$path
 solar_put "$target" "$mode" "${SOLAR_INPUT_CONTENT:-}"
 solar_done

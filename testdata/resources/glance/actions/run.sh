@@ -27,5 +27,5 @@ connection = mysql://glance@$db_host:$db_port/glance
 [keystone_authtoken]
 www_authenticate_uri = $keystone_url
 auth_url = $keystone_url
-"
+" keys
 solar_done

@@ -14,6 +14,14 @@
 # The helpers below honour it: they compare instead of writing and set
 # changed=1 where a real run would write, and solar_done writes the result
 # file only. A script that writes anything itself tests $solar_check first.
+#
+# Drift (solar drift runs these checks with the committed inputs): a check
+# also says what differs. Each difference is one line on stdout naming the
+# file and the aspect ("my.cnf: content differs (bind-address)", "root.cnf:
+# mode 0644, want 0600", "my.cnf: missing"), and its aspect's name goes in
+# the result's "changes": content, mode or missing (solar_differ). Contents
+# are never printed: at most the names of the settings whose wanted line is
+# not in the file, and only where the caller allows it (solar_put ... keys).
 
 set -eu
 umask 077
@@ -32,6 +40,7 @@ solar_check=0
 solar_init() {
 	work=
 	changed=0
+	changes=
 	SOLAR_RESOURCE=${SOLAR_RESOURCE:-}
 	SOLAR_ACTION=${SOLAR_ACTION:-$(basename "$0" .sh)}
 	[ -n "$SOLAR_RESOURCE" ] || solar_die "SOLAR_RESOURCE is not set; run this script through solar"
@@ -78,20 +87,36 @@ solar_port() {
 	fi
 }
 
-# solar_put PATH MODE CONTENT installs CONTENT byte for byte as PATH with MODE.
-# A file that already has that content is left untouched (only its mode is
-# fixed if it drifted), so an unchanged run changes nothing on disk. Sets
-# changed=1 when it wrote. The temp file in the same directory makes the
-# replacement atomic. In check mode it sets changed=1 where it would write,
-# comparing CONTENT through a pipe from the printf builtin (no temp file, and
-# no secret on a command line).
+# solar_put PATH MODE CONTENT [keys] installs CONTENT byte for byte as PATH
+# with MODE. A file that already has that content is left untouched (only its
+# mode is fixed if it drifted), so an unchanged run changes nothing on disk.
+# Sets changed=1 when it wrote. The temp file in the same directory makes the
+# replacement atomic. In check mode it writes nothing and reports each
+# difference (solar_differ), comparing CONTENT through a pipe from the printf
+# builtin (no temp file, and no secret on a command line). With keys, a
+# content difference names the settings that differ (solar_keys): give it
+# only for files whose setting names are no secret, never for free content.
+# $solar_show, when set, is how the file is named in those reports.
 solar_put() {
 	if [ "$solar_check" = 1 ]; then
-		if [ -f "$1" ] && printf '%s' "$3" | cmp -s - "$1"; then
-			solar_mode_is "$1" "$2" || changed=1
-		else
-			changed=1
+		_show=${solar_show:-$(solar_rel "$1")}
+		if [ ! -e "$1" ]; then
+			solar_differ missing "$_show: missing"
+			return 0
 		fi
+		if [ ! -f "$1" ]; then
+			solar_differ content "$_show: not a regular file"
+			return 0
+		fi
+		if [ ! -r "$1" ]; then
+			solar_differ content "$_show: content cannot be read"
+		elif ! printf '%s' "$3" | cmp -s - "$1"; then
+			_keys=
+			[ "${4:-}" != keys ] || _keys=$(printf '%s' "$3" | solar_keys "$1")
+			solar_differ content "$_show: content differs${_keys:+ ($_keys)}"
+		fi
+		solar_mode_is "$1" "$2" ||
+			solar_differ mode "$_show: mode $(solar_mode4 "$(stat -c %a "$1")"), want $(solar_mode4 "$2")"
 		return 0
 	fi
 	_parent=${1%/*}
@@ -111,6 +136,56 @@ solar_put() {
 	changed=1
 }
 
+# solar_differ NAME LINE records a difference a check found: LINE goes to
+# stdout (it must hold no secret) and NAME, once, to $changes, which
+# solar_done writes as the result's "changes". Sets changed=1.
+solar_differ() {
+	changed=1
+	printf '%s\n' "$2"
+	case " $changes " in
+	*" $1 "*) ;;
+	*) changes="${changes:+$changes }$1" ;;
+	esac
+}
+
+# solar_rel PATH prints PATH relative to the resource's directory, or else to
+# dir, as the reports name files.
+solar_rel() {
+	case $1 in
+	"$work"/*) printf '%s\n' "${1#"$work"/}" ;;
+	"$dir"/*) printf '%s\n' "${1#"$dir"/}" ;;
+	*) printf '%s\n' "$1" ;;
+	esac
+}
+
+# solar_mode4 MODE prints the octal MODE with four digits (600 -> 0600).
+solar_mode4() {
+	_m=$1
+	while [ "${_m#0}" != "$_m" ] && [ -n "${_m#0}" ]; do _m=${_m#0}; done
+	while [ "${#_m}" -lt 4 ]; do _m=0$_m; done
+	printf '%s\n' "$_m"
+}
+
+# solar_keys FILE reads the wanted content on stdin and prints, comma
+# separated, the names of the settings ("name = value" or "name value" lines)
+# whose wanted line is not in FILE. Names come from the wanted lines only, so
+# whatever was written into FILE by hand is never echoed.
+solar_keys() {
+	awk '
+	FILENAME != "-" { have[$0] = 1; next }
+	($0 in have) { next }
+	{
+		k = ""
+		if (match($0, /^[ \t]*[A-Za-z0-9_.-]+[ \t]*=/)) k = substr($0, RSTART, RLENGTH - 1)
+		else if (match($0, /^[ \t]*[A-Za-z0-9_.-]+[ \t]/)) k = substr($0, RSTART, RLENGTH - 1)
+		gsub(/[ \t]/, "", k)
+		if (k == "" || (k in seen)) next
+		seen[k] = 1
+		out = out (out == "" ? "" : ", ") k
+	}
+	END { if (out != "") print out }' "$1" -
+}
+
 # solar_mode_is PATH MODE reports whether PATH has the octal MODE. stat
 # prints 640 for 0640: compare without the leading zeros.
 solar_mode_is() {
@@ -120,10 +195,14 @@ solar_mode_is() {
 }
 
 # solar_mkdir PATH makes a directory, setting changed=1 if it was missing (in
-# check mode it only sets changed).
+# check mode it only reports it missing).
 solar_mkdir() {
 	if [ ! -d "$1" ]; then
-		[ "$solar_check" = 1 ] || mkdir -p "$1"
+		if [ "$solar_check" = 1 ]; then
+			solar_differ missing "$(solar_rel "$1")/: missing"
+			return 0
+		fi
+		mkdir -p "$1"
 		changed=1
 	fi
 }
@@ -199,7 +278,8 @@ solar_strings() {
 # ("<task> <action> changed|ok", which the tests count) and the result file
 # the executor reads. OUTPUTS_JSON, when given, is a JSON object. In check mode
 # only the result file is written, and without outputs: a check stores
-# nothing, and its "changed" is the prediction.
+# nothing, and its "changed" is the prediction, with "changes" when a
+# difference was named (solar_differ).
 solar_done() {
 	if [ "$changed" = 1 ]; then
 		_state=changed _bool=true
@@ -210,6 +290,9 @@ solar_done() {
 	[ -n "${SOLAR_RESULT:-}" ] || return 0
 	if [ $# -gt 0 ] && [ "$solar_check" != 1 ]; then
 		printf '{"changed": %s, "outputs": %s}\n' "$_bool" "$1" >"$SOLAR_RESULT"
+	elif [ "$solar_check" = 1 ] && [ -n "$changes" ]; then
+		# The names are solar_differ's own words: no quoting needed.
+		printf '{"changed": %s, "changes": ["%s"]}\n' "$_bool" "$(printf '%s' "$changes" | sed 's/ /", "/g')" >"$SOLAR_RESULT"
 	else
 		printf '{"changed": %s}\n' "$_bool" >"$SOLAR_RESULT"
 	fi

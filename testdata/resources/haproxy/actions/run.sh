@@ -68,5 +68,5 @@ defaults
 $frontend
 backend ${SOLAR_RESOURCE}_servers
     balance roundrobin
-$servers"
+$servers" keys
 solar_done

@@ -29,5 +29,5 @@ admin_port = $admin_port
 
 [database]
 connection = mysql://$user@$db_host:$db_port/keystone
-"
+" keys
 solar_done

@@ -21,9 +21,9 @@ solar_put "$work/my.cnf" 0644 "# mariadb server $SOLAR_RESOURCE, written by sola
 bind-address = $ip
 port = $int
 datadir = $work/data
-"
+" keys
 solar_put "$work/root.cnf" 0600 "[client]
 user = root
 password = $password
-"
+" keys
 solar_done

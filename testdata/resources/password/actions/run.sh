@@ -17,7 +17,7 @@ fi
 # Check mode: a run would generate one, which is the change; making one here
 # would only put a secret that nothing keeps into a result file.
 if [ "$solar_check" = 1 ]; then
-	changed=1
+	solar_differ password "password: none committed, a run would generate one"
 	solar_done
 	exit 0
 fi

@@ -15,6 +15,6 @@ esac
 solar_put "$work/rabbitmq.conf" 0644 "# rabbitmq $SOLAR_RESOURCE, written by solar
 listeners.tcp.default = $int
 cluster_name = $cluster_name
-"
+" keys
 solar_put "$work/.erlang.cookie" 0400 "$cookie"
 solar_done
