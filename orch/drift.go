@@ -218,15 +218,20 @@ func driftPins(tx *store.Tx, rec *Record) (map[string]*Pin, error) {
 		if uid == "" {
 			continue
 		}
-		old, err := Pins(tx, uid)
+		// Only this resource's pins of that plan: decoding all of them
+		// for each resource made drift quadratic (BenchmarkDrift).
+		err := tx.ForEach(store.Plans, pinPrefix(uid)+n.Resource+".", func(k string, raw []byte) error {
+			var op Pin
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return fmt.Errorf("decode pin of %s: %w", k, err)
+			}
+			if op.Base.Digest != "" {
+				p.Base = op.Base
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
-		}
-		for id, op := range old {
-			if strings.HasPrefix(id, n.Resource+".") && op.Base.Digest != "" {
-				p.Base = op.Base
-				break
-			}
 		}
 	}
 	return pins, nil
