@@ -97,18 +97,23 @@ type InputDef struct {
 	Schema    *schema.Schema `json:"-"`
 	Default   any            `json:"default,omitempty"`
 	Sensitive bool           `json:"sensitive,omitempty"`
+	// Computable is the expression that computes the input from the
+	// resource's other effective inputs (meta.yaml computable:); "" for
+	// an input set by hand or by a connection.
+	Computable string `json:"computable,omitempty"`
 }
 
 type inputDefJSON struct {
-	Name      string `json:"name"`
-	Schema    string `json:"schema"`
-	Default   any    `json:"default,omitempty"`
-	Sensitive bool   `json:"sensitive,omitempty"`
+	Name       string `json:"name"`
+	Schema     string `json:"schema"`
+	Default    any    `json:"default,omitempty"`
+	Sensitive  bool   `json:"sensitive,omitempty"`
+	Computable string `json:"computable,omitempty"`
 }
 
 // MarshalJSON stores the schema as its canonical text.
 func (d InputDef) MarshalJSON() ([]byte, error) {
-	return json.Marshal(inputDefJSON{Name: d.Name, Schema: d.Schema.String(), Default: d.Default, Sensitive: d.Sensitive})
+	return json.Marshal(inputDefJSON{Name: d.Name, Schema: d.Schema.String(), Default: d.Default, Sensitive: d.Sensitive, Computable: d.Computable})
 }
 
 // schemaCache avoids re-parsing the same schema text for every stored
@@ -143,7 +148,7 @@ func (d *InputDef) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*d = InputDef{Name: j.Name, Schema: s, Default: def, Sensitive: j.Sensitive}
+	*d = InputDef{Name: j.Name, Schema: s, Default: def, Sensitive: j.Sensitive, Computable: j.Computable}
 	return nil
 }
 
