@@ -24,14 +24,9 @@ type resultFile struct {
 	Changes []string `json:"changes"`
 }
 
-// parseResult decodes a result file. Its errors describe what is wrong
+// parseResultChanges decodes a result file: whether it changed, its
+// outputs, and what it says differs. Its errors describe what is wrong
 // with the file without quoting it: the file may hold secrets.
-func parseResult(raw []byte) (changed bool, outputs map[string]any, err error) {
-	changed, outputs, _, err = parseResultChanges(raw)
-	return changed, outputs, err
-}
-
-// parseResultChanges is parseResult with the result's "changes" too.
 func parseResultChanges(raw []byte) (changed bool, outputs map[string]any, changes []string, err error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return true, nil, nil, nil
