@@ -133,6 +133,7 @@ func addCompletion(a *app.App, root *cobra.Command) {
 		"connect":          c.atArg(1, resourceNames),
 		"disconnect":       c.atArg(1, resourceNames),
 		"connections show": c.atArg(0, resourceNames),
+		"inputs backtrack": c.atArg(0, resourceNames),
 		"events list":      c.atArg(0, resourceNames),
 		"node trust":       c.atArg(0, nodeNames),
 		"node check":       c.atArg(-1, nodeNames),

@@ -18,6 +18,7 @@ import (
 	"github.com/solarops/solar/cmd/connection"
 	"github.com/solarops/solar/cmd/drift"
 	"github.com/solarops/solar/cmd/events"
+	"github.com/solarops/solar/cmd/inputs"
 	"github.com/solarops/solar/cmd/node"
 	orchcmd "github.com/solarops/solar/cmd/orch"
 	"github.com/solarops/solar/cmd/resource"
@@ -113,6 +114,7 @@ The store is one file: --db, else $SOLAR_DB, else $XDG_STATE_HOME/solar/solar.db
 		connection.NewCmdConnect(a, nil),
 		connection.NewCmdDisconnect(a, nil),
 		connection.NewCmdConnections(a),
+		inputs.NewCmd(a),
 		newCmdVersion(a),
 		newCmdCompletion(a),
 	)

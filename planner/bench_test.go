@@ -23,3 +23,23 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReduce measures the transitive reduction drawn by "orch dg
+// --reduce" on GenInput's chain, whose every node has two react shortcuts
+// and an implied after-edge: the shape a whole-graph transform must not
+// make quadratic.
+func BenchmarkReduce(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("chain/n=%d", n), func(b *testing.B) {
+			p, err := Build(GenInput("chain", n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				Reduce(p)
+			}
+		})
+	}
+}

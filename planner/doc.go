@@ -1,6 +1,7 @@
 // Package planner owns the expansion of staged entries and event rules into
 // an action graph (a plan), the resolution of cycles in that graph, and the
-// plan's stable serialization and drawings (DOT, Mermaid). It is pure: it
+// plan's stable serialization and drawings (DOT, Mermaid; Reduce leaves
+// out the after-edges a longer path implies, for a drawing only). It is pure: it
 // knows no store and no terminal, and the same Input always gives the same
 // Plan, byte for byte once encoded.
 //

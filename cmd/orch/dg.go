@@ -16,6 +16,9 @@ type DGOptions struct {
 	App    *app.App
 	Ref    string
 	Format string
+	// Reduce draws the transitive reduction (planner.Reduce); the stored
+	// plan is never changed.
+	Reduce bool
 }
 
 // NewCmdDG builds "solar orch dg".
@@ -28,9 +31,16 @@ func NewCmdDG(a *app.App, runF func(*DGOptions) error) *cobra.Command {
 running, success, noop, skipped, error); edges are labelled with their event,
 and dependency (after) edges are dashed. A stale plan (one run-once would
 refuse) is marked on stderr, naming each stale task and why, so that stdout
-stays a graph to pipe.` + "\n" + app.ExitHelp,
+stays a graph to pipe.
+
+--reduce draws the transitive reduction: a dependency (after) edge is left
+out when a longer path already orders its two tasks. Only plain ordering
+edges are reduced; an event (react) edge is always drawn, since its event
+says what triggers the task. The reduction is computed for the drawing
+only: the stored plan, and what runs, keep every edge.` + "\n" + app.ExitHelp,
 		Example: `  solar orch dg last | dot -Tsvg > plan.svg
-  solar orch dg last --format mermaid`,
+  solar orch dg last --format mermaid
+  solar orch dg last --reduce | dot -Tsvg > plan-reduced.svg`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = refArg(args)
@@ -44,6 +54,7 @@ stays a graph to pipe.` + "\n" + app.ExitHelp,
 		},
 	}
 	c.Flags().StringVar(&opts.Format, "format", "dot", "dot or mermaid")
+	c.Flags().BoolVar(&opts.Reduce, "reduce", false, "leave out after-edges a longer path implies (drawing only)")
 	return c
 }
 
@@ -60,9 +71,13 @@ func dgRun(opts *DGOptions) error {
 	printStale(opts.App.IO.Err, sum.Record.UID, sum.Stale)
 	rec, states := sum.Record, sum.States
 	status := func(id string) string { return string(states[id].Status) }
-	out := planner.DOT(rec.Plan, status)
+	plan := rec.Plan
+	if opts.Reduce {
+		plan = planner.Reduce(plan)
+	}
+	out := planner.DOT(plan, status)
 	if opts.Format == "mermaid" {
-		out = planner.Mermaid(rec.Plan, status)
+		out = planner.Mermaid(plan, status)
 	}
 	_, err := fmt.Fprint(opts.App.IO.Out, out)
 	return err
