@@ -152,6 +152,15 @@ func addCompletion(a *app.App, root *cobra.Command) {
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	args["resource action"] = func(cmd *cobra.Command, a []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		switch len(a) {
+		case 0:
+			return c.list(resourceNames)(cmd, a, prefix)
+		case 1:
+			return c.list(func(tx *store.Tx, _ []string) []string { return stageActions(tx, a[0]) })(cmd, a, prefix)
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	for path, fn := range args {
 		if cmd := find(path); cmd != nil {
 			cmd.ValidArgsFunction = fn

@@ -2,7 +2,10 @@
 //
 // A plan is made by Process (process.go): the selected staged entries go
 // through the planner, and the action graph is stored with one record per
-// task (plans.go, codec.go) and each task's pin (pin.go, pinning.go). A
+// task (plans.go, codec.go) and each task's pin (pin.go, pinning.go).
+// ActionPlan (action.go) stores a plan of one resource's one action
+// without the planner, for "resource action"; CheckAction checks that
+// task without storing it. A
 // run feeds every task exactly its pin (values, sensitivity, node values,
 // base by digest) plus the outputs earlier tasks of the plan sent to the
 // inputs it comes from; a plan made before pins runs with the catalog's

@@ -20,6 +20,6 @@ staged; see "solar ch stage".` + "\n" + app.ExitHelp,
   solar resource list --tag env1
   solar resource show node1 --json`,
 	}
-	c.AddCommand(NewCmdCreate(a, nil), NewCmdUpdate(a, nil), NewCmdRemove(a, nil), NewCmdShow(a, nil), NewCmdList(a, nil), NewCmdTag(a, nil), NewCmdUpgrade(a, nil))
+	c.AddCommand(NewCmdCreate(a, nil), NewCmdUpdate(a, nil), NewCmdRemove(a, nil), NewCmdShow(a, nil), NewCmdList(a, nil), NewCmdTag(a, nil), NewCmdUpgrade(a, nil), NewCmdAction(a, nil))
 	return c
 }
