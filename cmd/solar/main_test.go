@@ -54,6 +54,7 @@ var postgresScripts = []string{
 	"store_new_notice", "actors",
 	"fleet_basic",
 	"drift_pg",
+	"orch_noop",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
