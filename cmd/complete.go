@@ -143,6 +143,12 @@ func addCompletion(a *app.App, root *cobra.Command) {
 	for _, verb := range []string{"show", "dg", "run-once", "resume", "retry", "restart", "reset", "stop", "filter", "report", "check"} {
 		args["orch "+verb] = c.atArg(0, planRefs)
 	}
+	args["orch noop"] = func(cmd *cobra.Command, a []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(a) == 0 {
+			return c.list(planRefs)(cmd, a, prefix)
+		}
+		return c.list(taskIDs)(cmd, a, prefix)
+	}
 	args["orch logs"] = func(cmd *cobra.Command, a []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		switch len(a) {
 		case 0:

@@ -37,13 +37,15 @@ func (l *ledger) keepResource(cat *resources.Catalog, tx *store.Tx, info *taskIn
 // apply writes one state change and, for a task that succeeded, its
 // consequences: outputs sent to the resource (and on to its receivers),
 // the commit of its staged entry, and refreshes for the react subscribers
-// its change triggers.
+// its change triggers. A task marked NOOP (orch noop) did not run: it has
+// none.
 func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State) error {
 	if st.Status == StatusSkipped {
-		// Another command's skip (discarded, filtered) outranks the
-		// walker's (stopped, upstream failed): resume must not run it.
+		// Another command's skip (discarded, filtered) or NOOP mark
+		// outranks the walker's skip (stopped, upstream failed): resume
+		// must not run it.
 		if raw, err := tx.Peek(store.Plans, taskKey(l.uid, id)); err == nil {
-			if old, err := decodeState(raw); err == nil && old.Status == StatusSkipped {
+			if old, err := decodeState(raw); err == nil && (old.Status == StatusSkipped || MarkedNoop(old)) {
 				return nil
 			}
 		}
@@ -56,7 +58,7 @@ func (l *ledger) apply(tx *store.Tx, cat *resources.Catalog, id string, st State
 			return err
 		}
 	}
-	if st.Status != StatusSuccess && st.Status != StatusNoop {
+	if st.Status != StatusSuccess && st.Status != StatusNoop || MarkedNoop(st) {
 		return nil
 	}
 	info := l.infos[id]

@@ -16,20 +16,21 @@ func stopKey(uid string) string { return "stop/" + uid }
 // control watches what reaches a run from outside while it goes on: stop
 // requests (the caller's stop channel, and "orch stop" records in the
 // store, which may ask for running tasks to be killed) and the live edits
-// other commands make to the plan (tasks they skipped: see edit.go).
+// other commands make to the plan (tasks they skipped or marked NOOP: see
+// edit.go).
 //
 // It owns the walker's stop channel (stopped), closed once whoever asks
 // first, and the kill of running tasks (kill, killing). Its stop side is
 // safe on any goroutine: watchStop runs on its own, checkStop in every
 // write of the ledger (the walker's goroutine, the write behind's, the
 // store's idle timer), closeStop from Run and the lease watcher. Its edit
-// side (skipped, lookForEdits, lookWhileWriting) belongs to the walker's
+// side (ended, lookForEdits, lookWhileWriting) belongs to the walker's
 // goroutine, the only one that begins tasks or writes eagerly; finalStates
 // reads what it found once the walk has ended.
 //
 // It guarantees that a stop request seen anywhere stops the walk (soft),
 // that one asking for a kill kills running tasks once, and that a task
-// another command skipped before it began is not begun.
+// another command skipped or marked NOOP before it began is not begun.
 type control struct {
 	sdb  *sharedDB
 	rec  *Record
@@ -52,18 +53,18 @@ type control struct {
 	// Seen only by the walker's goroutine: how many times the store had
 	// been opened, and when a write last looked for edits (shared stores),
 	// when the runner last looked; the plan's edit count then, and the
-	// tasks other commands skipped, with the reason.
+	// final states other commands gave tasks (SKIPPED, or NOOP marked).
 	opens    uint64
 	looked   time.Time
 	edits    uint64
-	external map[string]string
+	external map[string]State
 }
 
 // newControl returns the control of a run of rec whose plan had edits
 // edits when it was claimed; kill cancels the context its tasks run with.
 func newControl(sdb *sharedDB, rec *Record, note func(string), userStop <-chan struct{}, kill context.CancelFunc, edits uint64) *control {
 	return &control{sdb: sdb, rec: rec, note: note, userStop: userStop, stopped: make(chan struct{}), kill: kill,
-		edits: edits, external: map[string]string{}}
+		edits: edits, external: map[string]State{}}
 }
 
 // closeStop closes the walker's stop channel, and reports whether this
@@ -127,25 +128,25 @@ func (c *control) checkStop(tx *store.Tx) error {
 	return nil
 }
 
-// skipped is begin's look for edits (ledger.begin): whether another
-// command skipped task id since the runner last looked, and why. db is
-// the store begin holds, opened opens times so far: other processes may
-// have written only if that count moved.
-func (c *control) skipped(db *store.DB, opens uint64, id string) (reason string, skip bool, err error) {
+// ended is begin's look for edits (ledger.begin): the final state another
+// command gave task id (skipped it, or marked it NOOP) since the runner
+// last looked, or the zero State. db is the store begin holds, opened
+// opens times so far: other processes may have written only if that count
+// moved.
+func (c *control) ended(db *store.DB, opens uint64, id string) (State, error) {
 	if opens != c.opens {
 		c.opens = opens
 		if !c.sdb.shared() || time.Since(c.looked) > lookFresh {
 			if err := db.View(c.lookForEdits); err != nil {
-				return "", false, err
+				return State{}, err
 			}
 		}
 	}
-	reason, skip = c.external[id]
-	return reason, skip, nil
+	return c.external[id], nil
 }
 
-// lookForEdits reads the tasks other commands skipped, when the plan's
-// edit count moved.
+// lookForEdits reads the tasks other commands skipped or marked NOOP,
+// when the plan's edit count moved.
 func (c *control) lookForEdits(tx *store.Tx) error {
 	n := editCount(tx, c.rec.UID)
 	if n == c.edits {
@@ -157,8 +158,8 @@ func (c *control) lookForEdits(tx *store.Tx) error {
 		return err
 	}
 	for id, st := range states {
-		if st.Status == StatusSkipped {
-			c.external[id] = st.Reason
+		if st.Status == StatusSkipped || MarkedNoop(st) {
+			c.external[id] = st
 		}
 	}
 	return nil
@@ -177,7 +178,7 @@ func (c *control) lookWhileWriting(tx *store.Tx) error {
 
 // finalStates returns the task states as stored once the walk has ended
 // with states (its view) and walkErr. The store, not the walker's view,
-// decides: a task another command skipped stays skipped with its reason.
+// decides: a task another command skipped (or marked NOOP) stays so.
 // When the walk ended well and no command has skipped tasks since the
 // runner last looked, the store holds the walker's states and the skips it
 // saw, and is not read back (a third of a second at 100,000 tasks).
@@ -189,8 +190,8 @@ func (c *control) finalStates(tx *store.Tx, states map[string]State, walkErr err
 		return states, nil
 	}
 	final := maps.Clone(states)
-	for id, reason := range c.external {
-		final[id] = State{Status: StatusSkipped, Reason: reason}
+	for id, st := range c.external {
+		final[id] = st
 	}
 	return final, nil
 }

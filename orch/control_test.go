@@ -69,12 +69,12 @@ func TestControlStopRequest(t *testing.T) {
 }
 
 // TestControlSkipped checks the control watcher's edit contract on a
-// store of one machine: a task another command skipped is refused with
-// its reason once the store was let go (opened again) since the runner
-// last looked, and the runner does not read the store for it while it
-// kept the store open (no other process could write).
+// store of one machine: a task another command skipped (or marked NOOP)
+// ends in that state once the store was let go (opened again) since the
+// runner last looked, and the runner does not read the store for it while
+// it kept the store open (no other process could write).
 func TestControlSkipped(t *testing.T) {
-	path, uid := noopStack(t, []string{"a", "b"})
+	path, uid := noopStack(t, []string{"a", "b", "c"})
 	db, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,11 @@ func TestControlSkipped(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return skipTasks(tx, uid, []string{"b.run#0"}, states, ReasonFiltered, time.Now())
+		if err := skipTasks(tx, uid, []string{"b.run#0"}, states, ReasonFiltered, time.Now()); err != nil {
+			return err
+		}
+		_, err = MarkNoop(tx, rec, []string{"c.run"}, time.Now())
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,19 +106,20 @@ func TestControlSkipped(t *testing.T) {
 		name   string
 		opens  uint64
 		id     string
-		skip   bool
+		status Status // "" for a task the runner is to start
 		reason string
 	}{
-		{"store kept open: not looked for", 1, "b.run#0", false, ""},
-		{"store opened again: seen", 2, "b.run#0", true, ReasonFiltered},
-		{"a task nobody skipped", 2, "a.run#0", false, ""},
+		{"store kept open: not looked for", 1, "b.run#0", "", ""},
+		{"store opened again: seen", 2, "b.run#0", StatusSkipped, ReasonFiltered},
+		{"marked noop: seen", 2, "c.run#0", StatusNoop, ReasonMarkedNoop},
+		{"a task nobody skipped", 2, "a.run#0", "", ""},
 	} {
-		reason, skip, err := c.skipped(db, tt.opens, tt.id)
+		end, err := c.ended(db, tt.opens, tt.id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if skip != tt.skip || reason != tt.reason {
-			t.Errorf("%s: skipped %v (%q), want %v (%q)", tt.name, skip, reason, tt.skip, tt.reason)
+		if end.Status != tt.status || end.Reason != tt.reason {
+			t.Errorf("%s: ended %s (%q), want %s (%q)", tt.name, end.Status, end.Reason, tt.status, tt.reason)
 		}
 	}
 }

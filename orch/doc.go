@@ -37,7 +37,8 @@
 //     whole life, each run going on from the latest (attemptlog.go), and
 //     each attempt's end record keeps who ran it (actor, host, run).
 //   - the control watcher (control.go) sees what other commands asked of
-//     the run: a stop request, a kill, tasks skipped by a live edit.
+//     the run: a stop request, a kill, tasks skipped or marked NOOP (orch
+//     noop, noop.go) by a live edit.
 //
 // The scheduling is package orch/walk's, which knows nothing of the store,
 // handlers, resources or events. orch gives it tasks (walktask.go): each

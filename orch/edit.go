@@ -18,9 +18,10 @@ import (
 // Another process can therefore only write while the runner's store is
 // closed, and then sees every task the runner has started as INPROGRESS.
 // Such a task is refused (it runs already); a task not started yet is
-// marked SKIPPED and the plan's edit counter bumped. The runner reads the
-// counter before it starts a task whenever it had let go of the store since
-// it last looked, and honours what it finds (control.skipped).
+// marked SKIPPED (or NOOP, by orch noop: noop.go) and the plan's edit
+// counter bumped. The runner reads the counter before it starts a task
+// whenever it had let go of the store since it last looked, and honours
+// what it finds (control.ended).
 
 func editKey(uid string) string { return "edit/" + uid }
 
@@ -40,6 +41,13 @@ func editCount(tx *store.Tx, uid string) uint64 {
 // is written and the error (wrapping ErrRunning) names the tasks and the
 // process.
 func skipTasks(tx *store.Tx, uid string, ids []string, states map[string]State, reason string, now time.Time) error {
+	return endTasks(tx, uid, ids, states, State{Status: StatusSkipped, Reason: reason, End: now}, now)
+}
+
+// endTasks gives tasks ids of plan uid the final state end without running
+// them (SKIPPED, or NOOP marked by orch noop), in states too, as
+// skipTasks describes.
+func endTasks(tx *store.Tx, uid string, ids []string, states map[string]State, end State, now time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -47,9 +55,8 @@ func skipTasks(tx *store.Tx, uid string, ids []string, states map[string]State, 
 		return err
 	}
 	for _, id := range ids {
-		st := State{Status: StatusSkipped, Reason: reason, End: now}
-		states[id] = st
-		if err := PutState(tx, uid, id, st); err != nil {
+		states[id] = end
+		if err := PutState(tx, uid, id, end); err != nil {
 			return err
 		}
 	}

@@ -163,19 +163,20 @@ func (l *ledger) later(task string, write func(*store.Tx) error) {
 }
 
 // begin records that task id starts, unless another command skipped it
-// since the runner last looked (see edit.go): then it returns the reason.
-// The store stays acquired from the look (control.skipped) to the
-// buffering of INPROGRESS, so no other process can write in between.
-func (l *ledger) begin(id string, st State) (string, error) {
+// or marked it NOOP since the runner last looked (see edit.go): then it
+// returns that final state (Walker.Begin). The store stays acquired from
+// the look (control.ended) to the buffering of INPROGRESS, so no other
+// process can write in between.
+func (l *ledger) begin(id string, st State) (State, error) {
 	db, opens, err := l.sdb.acquireCounted()
 	if err != nil {
-		return "", err
+		return State{}, err
 	}
 	defer l.sdb.release()
-	if reason, skip, err := l.ctl.skipped(db, opens, id); err != nil || skip {
-		return reason, err
+	if end, err := l.ctl.ended(db, opens, id); err != nil || end.Status != "" {
+		return end, err
 	}
-	return "", l.persist(id, st)
+	return State{}, l.persist(id, st)
 }
 
 // persist records a state change. Final states of tasks with side effects
@@ -185,7 +186,7 @@ func (l *ledger) persist(id string, st State) error {
 	info := l.infos[id]
 	l.bufMu.Lock()
 	l.bufferState(id, st)
-	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped
+	lazy := st.Status == StatusInProgress || info.noop || info.problem != "" || st.Status == StatusSkipped || MarkedNoop(st)
 	big, failed := len(l.buf) >= lazyMax, l.behindFailed
 	l.bufMu.Unlock()
 	return l.writeBuffered(!lazy, big, failed)

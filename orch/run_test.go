@@ -727,14 +727,14 @@ func TestFinalStates(t *testing.T) {
 		for _, tt := range []struct {
 			name     string
 			edits    uint64
-			external map[string]string
+			external map[string]State
 			walkErr  error
 			wantB    string // b's reason in the result
 		}{
-			{"the runner saw the skip", edits, map[string]string{"b.run#0": ReasonFiltered}, nil, ReasonFiltered},
-			{"a skip after the runner looked", edits - 1, map[string]string{}, nil, ReasonFiltered},
-			{"a walk that failed", edits, map[string]string{}, errors.New("persist failed"), ReasonFiltered},
-			{"no skip seen, none made since", edits, map[string]string{}, nil, ReasonStopped},
+			{"the runner saw the skip", edits, map[string]State{"b.run#0": {Status: StatusSkipped, Reason: ReasonFiltered}}, nil, ReasonFiltered},
+			{"a skip after the runner looked", edits - 1, map[string]State{}, nil, ReasonFiltered},
+			{"a walk that failed", edits, map[string]State{}, errors.New("persist failed"), ReasonFiltered},
+			{"no skip seen, none made since", edits, map[string]State{}, nil, ReasonStopped},
 		} {
 			ctl := &control{rec: rec, edits: tt.edits, external: tt.external}
 			got, err := ctl.finalStates(tx, walked, tt.walkErr)

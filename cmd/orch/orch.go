@@ -19,7 +19,7 @@ newest), "last~1" (the one before)...` + "\n" + app.ExitHelp,
   solar orch report last`,
 	}
 	c.AddCommand(NewCmdList(a, nil), NewCmdShow(a, nil), NewCmdDG(a, nil), NewCmdRunOnce(a, nil), NewCmdSubmit(a, nil), NewCmdResume(a, nil), NewCmdRetry(a, nil),
-		NewCmdRestart(a, nil), NewCmdReset(a, nil), NewCmdStop(a, nil), NewCmdFilter(a, nil), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
+		NewCmdRestart(a, nil), NewCmdReset(a, nil), NewCmdStop(a, nil), NewCmdFilter(a, nil), NewCmdNoop(a, nil), NewCmdReport(a, nil), NewCmdCheck(a, nil), NewCmdLogs(a, nil))
 	return c
 }
 

@@ -91,6 +91,8 @@ func TestParse(t *testing.T) {
 		{"filter", apptest.Parser(NewCmdFilter), []string{"--start", "a.run,b.run", "--end", "c.run#1"},
 			FilterOptions{Ref: "last", Starts: []string{"a.run,b.run"}, Ends: []string{"c.run#1"}}},
 		{"filter without tasks", apptest.Parser(NewCmdFilter), nil, nil},
+		{"noop", apptest.Parser(NewCmdNoop), []string{"last", "a.run", "b.run#1"}, NoopOptions{Ref: "last", Tasks: []string{"a.run", "b.run#1"}}},
+		{"noop without tasks", apptest.Parser(NewCmdNoop), []string{"last"}, nil},
 	})
 }
 

@@ -465,6 +465,10 @@ func (p *progress) task(id string, st orch.State) {
 	default:
 		delete(p.running, id)
 		p.done++
+		if orch.MarkedNoop(st) {
+			line += "  " + st.Reason // it did not run: no duration
+			break
+		}
 		line += "  " + duration(st)
 		if st.Attempts > 1 {
 			line += " (" + app.Count(st.Attempts, "attempt") + ")"

@@ -55,6 +55,7 @@ var postgresScripts = []string{
 	"fleet_basic",
 	"drift_pg",
 	"resource_action",
+	"orch_noop",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database

@@ -37,6 +37,9 @@
 //     simply not triggered by it.
 //  3. Any other task runs; its incoming edges only order it.
 //
+// A task that Walker.Begin ended NOOP without running it counts, for its
+// successors, as any NOOP does: an edge whose Trigger holds NOOP fires.
+//
 // # Limits
 //
 // A task runs only within Walker.Concurrency and while it holds one unit
@@ -56,16 +59,17 @@
 // # Durability
 //
 // Persist records every state change: INPROGRESS before Run is called
-// (through Begin instead when set, which may also refuse the start) and
-// every final state (through PersistBatch instead when set, one call for
-// all the tasks that finished while the scheduler was busy). These
-// callbacks, Sync and Progress are called from one goroutine at a time, and
-// a task's successors are released only after the call recording its final
-// state returned. Sync is called before the scheduler waits and before it
-// starts a task that depends on others, so the caller can make the last
-// write durable before that task's work begins. A failing Persist (or
-// PersistBatch, Begin) aborts the walk: running tasks are cancelled and
-// waited for, and Walk returns the error.
+// (through Begin instead when set, which may also end the task there,
+// SKIPPED or NOOP, without running it) and every final state (through
+// PersistBatch instead when set, one call for all the tasks that finished
+// while the scheduler was busy). These callbacks, Sync and Progress are
+// called from one goroutine at a time, and a task's successors are
+// released only after the call recording its final state returned. Sync
+// is called before the scheduler waits and before it starts a task that
+// depends on others, so the caller can make the last write durable before
+// that task's work begins. A failing Persist (or PersistBatch, Begin)
+// aborts the walk: running tasks are cancelled and waited for, and Walk
+// returns the error.
 //
 // # Stop and cancel
 //

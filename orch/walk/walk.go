@@ -204,7 +204,7 @@ func (l Limit) compare(m Limit) int {
 // State is what is recorded about a task.
 type State struct {
 	Status     Status
-	Reason     string // why a SKIPPED task did not run; see the Reason constants
+	Reason     string // why a SKIPPED task did not run (see the Reason constants), or a NOOP one Begin ended
 	Err        string // why an ERROR task failed
 	Attempts   int
 	Changed    bool // the task ran and changed something (SUCCESS)
@@ -261,11 +261,14 @@ type Walker struct {
 	PersistBatch func(ids []string, states []State) error
 	// Begin, if not nil, is called in place of Persist for the INPROGRESS
 	// state of a task about to start, from the same goroutine. It records
-	// that state and returns "", or returns a reason to skip the task
-	// instead (another process skipped it meanwhile); then the task ends
-	// SKIPPED with that reason, persisted, without running. An error
-	// aborts the walk as Persist's does.
-	Begin func(id string, st State) (skip string, err error)
+	// that state and returns the zero State, or returns the final state
+	// the task ends in instead, without running (another process skipped
+	// it, or marked it NOOP, meanwhile): a SKIPPED one with its Reason, or
+	// a NOOP one, which its successors' edges see as a NOOP like any other
+	// (Trigger.Has). That state is persisted, its End set by the walker.
+	// Any other status, or an error, aborts the walk as a failing Persist
+	// does.
+	Begin func(id string, st State) (end State, err error)
 	// Sync, if not nil, makes the last write durable (the runner syncs
 	// it); the walker calls it from Persist's goroutine. It does so when
 	// it has started what it could and is about to wait for a task to
@@ -769,10 +772,10 @@ func (wk *walk) startReady() {
 			continue
 		}
 		wk.states[k] = State{Status: StatusInProgress, Start: wk.now()}
-		if skip, ok := wk.begin(k); !ok {
+		if end, ok := wk.begin(k); !ok {
 			return
-		} else if skip != "" {
-			wk.finish(k, State{Status: StatusSkipped, Reason: skip})
+		} else if end.Status != "" {
+			wk.finish(k, end)
 			continue
 		}
 		for _, l := range lims {
@@ -951,21 +954,28 @@ func (wk *walk) finish(k int32, st State) {
 }
 
 // begin records that task k starts, through Begin when set; ok false
-// means the walk is aborting, skip that the task must not run.
-func (wk *walk) begin(k int32) (skip string, ok bool) {
+// means the walk is aborting, a non-zero end the final state the task
+// ends in without running.
+func (wk *walk) begin(k int32) (end State, ok bool) {
 	if wk.w.Begin == nil {
-		return "", wk.record(k)
+		return State{}, wk.record(k)
 	}
 	id, st := wk.tasks[k].ID, wk.states[k]
-	skip, err := wk.w.Begin(id, st)
-	if err != nil {
+	end, err := wk.w.Begin(id, st)
+	switch {
+	case err != nil:
 		wk.err = fmt.Errorf("persist %s of task %q: %w", st.Status, id, err)
-		return "", false
+		return State{}, false
+	case end.Status != "" && end.Status != StatusSkipped && end.Status != StatusNoop:
+		// SUCCESS or ERROR without a run would be a lie to the task's
+		// successors and to the report.
+		wk.err = fmt.Errorf("begin of task %q ended it %s: only SKIPPED or NOOP end a task that does not run", id, end.Status)
+		return State{}, false
 	}
-	if skip == "" && wk.w.Progress != nil {
+	if end.Status == "" && wk.w.Progress != nil {
 		wk.w.Progress(id, st)
 	}
-	return skip, true
+	return end, true
 }
 
 // record persists task k's current state and reports it; false means

@@ -1273,12 +1273,12 @@ func TestWalkBeginSkipsTask(t *testing.T) {
 			persisted = append(persisted, id+" "+string(st.Status)+" "+st.Reason)
 			return nil
 		},
-		Begin: func(id string, st State) (string, error) {
+		Begin: func(id string, st State) (State, error) {
 			if id == "b" {
-				return "discarded", nil
+				return State{Status: StatusSkipped, Reason: "discarded"}, nil
 			}
 			persisted = append(persisted, id+" "+string(st.Status)+" ")
-			return "", nil
+			return State{}, nil
 		},
 	}
 	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
@@ -1298,6 +1298,82 @@ func TestWalkBeginSkipsTask(t *testing.T) {
 	want := "a INPROGRESS ,a SUCCESS ,b SKIPPED discarded,c INPROGRESS ,c SUCCESS "
 	if got := strings.Join(persisted, ","); got != want {
 		t.Fatalf("persisted %q\nwant      %q", got, want)
+	}
+}
+
+// A task that Begin ends NOOP (an operator marked it) does not run, is
+// persisted NOOP with Begin's reason, and its successors see a NOOP: an
+// ordering edge lets the next task run, a react edge on NOOP fires, one on
+// SUCCESS only does not (its task is SKIPPED "not triggered"). Begin ending
+// a task with any other status aborts the walk before anything else runs.
+func TestWalkBeginEndsTaskNoop(t *testing.T) {
+	var mu sync.Mutex
+	var ran, persisted []string
+	w := &Walker{
+		Run: func(_ context.Context, task *Task) Outcome {
+			mu.Lock()
+			ran = append(ran, task.ID)
+			mu.Unlock()
+			return Outcome{Changed: true}
+		},
+		Persist: func(id string, st State) error {
+			persisted = append(persisted, id+" "+string(st.Status)+" "+st.Reason)
+			return nil
+		},
+		Begin: func(id string, st State) (State, error) {
+			if id == "b" {
+				return State{Status: StatusNoop, Reason: "marked noop"}, nil
+			}
+			return State{}, nil
+		},
+	}
+	tasks := []Task{
+		walkTask("a"),
+		walkTask("b", afterEdge("a")),
+		walkTask("next", afterEdge("b")),
+		{ID: "on-ok", Reactive: true, In: []InEdge{{From: "b", On: OnSuccess | OnNoop}}},
+		{ID: "on-changed", Reactive: true, In: []InEdge{{From: "b", On: OnSuccess}}},
+	}
+	states, err := w.Walk(context.Background(), tasks, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states["b"]; got.Status != StatusNoop || got.Reason != "marked noop" || got.End.IsZero() {
+		t.Fatalf("b = %+v, want NOOP marked noop with an end", got)
+	}
+	for id, want := range map[string]Status{"next": StatusSuccess, "on-ok": StatusSuccess, "on-changed": StatusSkipped} {
+		if got := states[id].Status; got != want {
+			t.Errorf("%s = %s %q, want %s after a NOOP predecessor", id, got, states[id].Reason, want)
+		}
+	}
+	if states["on-changed"].Reason != ReasonNotTriggered {
+		t.Errorf("on-changed reason = %q, want %q", states["on-changed"].Reason, ReasonNotTriggered)
+	}
+	slices.Sort(ran)
+	if strings.Join(ran, ",") != "a,next,on-ok" {
+		t.Fatalf("ran %v, want a, next and on-ok only", ran)
+	}
+	if !slices.Contains(persisted, "b NOOP marked noop") {
+		t.Fatalf("persisted %q, want b NOOP marked noop", persisted)
+	}
+
+	for _, bad := range []Status{StatusSuccess, StatusError, StatusInProgress, StatusPending} {
+		t.Run(string(bad), func(t *testing.T) {
+			ran = nil
+			w.Begin = func(id string, st State) (State, error) {
+				if id == "a" {
+					return State{Status: bad}, nil
+				}
+				return State{}, nil
+			}
+			_, err := w.Walk(context.Background(), tasks, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), `task "a" ended it `+string(bad)) {
+				t.Fatalf("err = %v, want the walk aborted naming a and %s", err, bad)
+			}
+			if len(ran) != 0 {
+				t.Fatalf("ran %v after an aborted begin", ran)
+			}
+		})
 	}
 }
 
@@ -1554,9 +1630,9 @@ func TestWalkRunsALoneTaskOnTheSchedulersGoroutine(t *testing.T) {
 	tasks := []Task{walkTask("a"), walkTask("b", afterEdge("a")), walkTask("c", afterEdge("b"))}
 	h := newWalkHarness(tasks, nil)
 	var scheduler string
-	h.w.Begin = func(id string, st State) (string, error) {
+	h.w.Begin = func(id string, st State) (State, error) {
 		scheduler = goroutineID()
-		return "", nil
+		return State{}, nil
 	}
 	h.wrapRun(func(ctx context.Context, task *Task) Outcome {
 		if g := goroutineID(); g != scheduler {
