@@ -214,9 +214,6 @@ func diff(r *resources.Resource, oldSens, sens map[string]bool, old, cur map[str
 		}
 		hadOld = hadOld && o != nil
 		hasNew = hasNew && n != nil
-		if hadOld && hasNew && schema.Equal(o, n) {
-			continue
-		}
 		if ch, ok := elementDiff(r, d, oldSens[d.Name] || sens[d.Name], o, n, oldConns, curConns); ok {
 			out = append(out, ch...)
 			continue
