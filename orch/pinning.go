@@ -217,7 +217,7 @@ func (pn *pinner) values(n *planner.Node, r *resources.Resource) (map[string]any
 	for k, v := range own {
 		out[k] = v
 	}
-	var listStarted map[string]bool
+	var listStarted resources.Pieces
 	for _, c := range conns {
 		e, err := pn.cat.Get(c.Emitter)
 		if err != nil {

@@ -1,6 +1,9 @@
 package orch
 
-import "github.com/solarops/solar/resources"
+import (
+	"github.com/solarops/solar/resources"
+	"github.com/solarops/solar/resources/schema"
+)
 
 // An input may be fed piece by piece: a list one element per connection
 // (a str into [str]: haproxy's backends from each web server), an object
@@ -19,6 +22,9 @@ type Part struct {
 	From string `json:"from"`
 	// Key is the object key the piece sets; "" for a list element.
 	Key string `json:"key,omitempty"`
+	// Tag names the element of a list of objects whose field Key the
+	// piece sets (resources.Mapping.ElementTag); "" for an object's key.
+	Tag string `json:"tag,omitempty"`
 }
 
 // feeds are the sources of a task's inputs (pinner.sources): whole maps
@@ -53,7 +59,11 @@ func (pn *pinner) partsOf(r *resources.Resource, conns []resources.Connection) m
 			if ps := out[m.To]; len(ps) > 0 && (ps[0].Key == "") != (m.Key == "") {
 				mixed[m.To] = true
 			}
-			out[m.To] = append(out[m.To], Part{From: pn.root(c.Emitter, m.From), Key: m.Key})
+			part := Part{From: pn.root(c.Emitter, m.From), Key: m.Key}
+			if to, ok := r.Base.Input(m.To); ok && m.Key != "" && to.Schema != nil && to.Schema.Kind == schema.List {
+				part.Tag = m.ElementTag(c.Emitter)
+			}
+			out[m.To] = append(out[m.To], part)
 		}
 	}
 	for k := range mixed {
@@ -75,6 +85,10 @@ func partInputs(out map[string]any, parts map[string][]Part, sent map[string]any
 	for in, ps := range parts {
 		switch cur := out[in].(type) {
 		case []any:
+			if ps[0].Tag != "" {
+				elementInputs(out, in, cur, ps, sent)
+				continue
+			}
 			if len(cur) != len(ps) {
 				continue
 			}
@@ -110,5 +124,47 @@ func partInputs(out map[string]any, parts map[string][]Part, sent map[string]any
 				out[in] = obj
 			}
 		}
+	}
+}
+
+// elementInputs puts into list input in (planned as cur) what the run sent
+// to the sources of its pieces, fields of elements of a list of objects
+// (Part.Tag). Elements come in the order their tags first appear, one per
+// tag whatever the emitters hold (resources.ElementTags); a list of another
+// length was not made by these pieces and stays as planned.
+func elementInputs(out map[string]any, in string, cur []any, ps []Part, sent map[string]any) {
+	slot := map[string]int{}
+	for _, p := range ps {
+		if _, ok := slot[p.Tag]; !ok {
+			slot[p.Tag] = len(slot)
+		}
+	}
+	if len(slot) != len(cur) {
+		return
+	}
+	var list []any
+	for _, p := range ps {
+		v, ok := sent[p.From]
+		if !ok {
+			continue
+		}
+		if list == nil {
+			list = append([]any(nil), cur...)
+		}
+		i := slot[p.Tag]
+		planned, _ := list[i].(map[string]any)
+		elem := make(map[string]any, len(planned)+1)
+		for k, x := range planned {
+			elem[k] = x
+		}
+		if v == nil {
+			delete(elem, p.Key)
+		} else {
+			elem[p.Key] = v
+		}
+		list[i] = elem
+	}
+	if list != nil {
+		out[in] = list
 	}
 }

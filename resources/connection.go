@@ -12,19 +12,37 @@ import (
 )
 
 // Mapping sends one emitter input to one receiver input, or to one key of a
-// receiver's object input when Key is set.
+// receiver's object input when Key is set. When the receiver's input is a
+// list of objects, Key is a field of one element: the element tagged Tag,
+// or the emitter's name when Tag is "" (see ElementTag).
 type Mapping struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	Key  string `json:"key,omitempty"`
+	Tag  string `json:"tag,omitempty"`
 }
 
-// String renders the mapping as "from->to" or "from->to:key".
+// String renders the mapping as "from->to", "from->to:key" or
+// "from->to:key|tag".
 func (m Mapping) String() string {
+	s := m.From + "->" + m.To
 	if m.Key != "" {
-		return m.From + "->" + m.To + ":" + m.Key
+		s += ":" + m.Key
 	}
-	return m.From + "->" + m.To
+	if m.Tag != "" {
+		s += "|" + m.Tag
+	}
+	return s
+}
+
+// ElementTag is the tag of the list element mapping m from emitter feeds
+// (meaningful for a mapping into a list of objects): its own Tag, or else
+// the emitter's name, so that each emitter gets an element of its own.
+func (m Mapping) ElementTag(emitter string) string {
+	if m.Tag != "" {
+		return m.Tag
+	}
+	return emitter
 }
 
 // Connection makes the receiver's mapped inputs follow the emitter's
@@ -101,6 +119,14 @@ func parseMapping(s string) (Mapping, error) {
 			return Mapping{}, invalidf("mapping %q: want emitter_input->receiver_input:key", s)
 		}
 		m.To, m.Key = t, key
+		if k, tag, ok := strings.Cut(key, "|"); ok {
+			if k == "" || tag == "" || strings.ContainsAny(tag, "|:") {
+				return Mapping{}, invalidf("mapping %q: want emitter_input->receiver_input:key|tag", s)
+			}
+			m.Key, m.Tag = k, tag
+		}
+	} else if strings.Contains(to, "|") {
+		return Mapping{}, invalidf("mapping %q: a |tag follows a key of a list of objects (emitter_input->receiver_input:key|tag)", s)
 	}
 	return m, nil
 }
@@ -262,6 +288,9 @@ func (c *Catalog) Connect(emitter, receiver string, mappings []Mapping) (*Connec
 	if err != nil {
 		return nil, err
 	}
+	if err := checkElements(r, emitter, mappings, ins); err != nil {
+		return nil, err
+	}
 	conn := Connection{Emitter: emitter, Receiver: receiver, Mappings: mappings}
 	if old, ok := c.Connection(emitter, receiver); ok {
 		// Connecting a pair again adds mappings; one into an input (or key)
@@ -331,11 +360,12 @@ func checkMapping(e, r *Resource, m Mapping) error {
 	target := to.Schema
 	switch {
 	case m.Key != "":
-		if target.Kind != schema.Object {
-			return invalidf("mapping %s: %s.%s is %s, not an object", m, r.Name, m.To, target)
+		obj, err := keyed(r, to, m)
+		if err != nil {
+			return err
 		}
 		target = nil
-		for _, f := range to.Schema.Fields {
+		for _, f := range obj.Fields {
 			if f.Name == m.Key {
 				target = f.Schema
 			}
@@ -348,6 +378,68 @@ func checkMapping(e, r *Resource, m Mapping) error {
 	}
 	if !fits(from.Schema, target) {
 		return invalidf("mapping %s: %s.%s is %s but %s.%s%s wants %s", m, e.Name, m.From, from.Schema, r.Name, m.To, keySuffix(m), target)
+	}
+	return nil
+}
+
+// keyed returns the object schema whose key mapping m sets: r's input to
+// itself, or the elements of a list of objects. A |tag names an element,
+// so it needs a list.
+func keyed(r *Resource, to *InputDef, m Mapping) (*schema.Schema, error) {
+	s := to.Schema
+	switch {
+	case s.Kind == schema.List && (s.Elem == nil || s.Elem.Kind != schema.Object):
+		return nil, invalidf("mapping %s: %s.%s is %s, a list whose elements are not objects", m, r.Name, m.To, s)
+	case s.Kind == schema.List:
+		return s.Elem, nil
+	case m.Tag != "":
+		return nil, invalidf("mapping %s: %s.%s is %s, not a list of objects; only an element of a list takes a |tag", m, r.Name, m.To, s)
+	case s.Kind != schema.Object:
+		return nil, invalidf("mapping %s: %s.%s is %s, not an object or a list of objects", m, r.Name, m.To, s)
+	}
+	return s, nil
+}
+
+// elementMapping reports whether m sets a field of one element of r's
+// list of objects m.To.
+func elementMapping(r *Resource, m Mapping) bool {
+	if m.Key == "" {
+		return false
+	}
+	to, ok := r.Base.Input(m.To)
+	return ok && to.Schema != nil && to.Schema.Kind == schema.List
+}
+
+// checkElements refuses mappings into lists of objects that would set one
+// field of one element twice: twice in add (from emitter), or once in add
+// and once by another emitter's connection among ins. Which value won
+// would depend on the order of the mappings, not on the operator's intent.
+func checkElements(r *Resource, emitter string, add []Mapping, ins []Connection) error {
+	type field struct{ to, key, tag string }
+	owner := map[field]string{}
+	for _, c := range ins {
+		if c.Emitter == emitter {
+			continue // replaced or merged by this connect (mergeMappings)
+		}
+		for _, m := range c.Mappings {
+			if elementMapping(r, m) {
+				owner[field{m.To, m.Key, m.ElementTag(c.Emitter)}] = c.Emitter
+			}
+		}
+	}
+	mine := map[field]bool{}
+	for _, m := range add {
+		if !elementMapping(r, m) {
+			continue
+		}
+		f := field{m.To, m.Key, m.ElementTag(emitter)}
+		if mine[f] {
+			return invalidf("mapping %s: field %q of element %q of %s.%s is mapped twice from %s", m, m.Key, f.tag, r.Name, m.To, emitter)
+		}
+		mine[f] = true
+		if o, ok := owner[f]; ok {
+			return invalidf("mapping %s: field %q of element %q of %s.%s already follows %s; disconnect it or give another |tag", m, m.Key, f.tag, r.Name, m.To, o)
+		}
 	}
 	return nil
 }
@@ -452,14 +544,14 @@ func (c *Catalog) findFlow(pending Connection, res, input, goal string, seen map
 }
 
 func mergeMappings(old, add []Mapping) []Mapping {
-	type target struct{ to, key string }
+	type target struct{ to, key, tag string }
 	taken := map[target]bool{}
 	for _, m := range add {
-		taken[target{m.To, m.Key}] = true
+		taken[target{m.To, m.Key, m.Tag}] = true
 	}
 	var out []Mapping
 	for _, m := range old {
-		if !taken[target{m.To, m.Key}] {
+		if !taken[target{m.To, m.Key, m.Tag}] {
 			out = append(out, m)
 		}
 	}
@@ -568,7 +660,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 		setIn(&c.busy, name, true)
 		defer delete(c.busy, name)
 	}
-	var listStarted map[string]bool
+	var pieces Pieces
 	for _, conn := range conns {
 		e, err := c.Get(conn.Emitter)
 		if err != nil {
@@ -579,7 +671,7 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			apply(out, r, e, m, val, &listStarted)
+			apply(out, r, e, m, val, &pieces)
 		}
 	}
 	setIn(&c.eff, name, out)
@@ -653,7 +745,7 @@ func (c *Catalog) emitted(emitter, input string, depth int) (any, error) {
 		return nil, err
 	}
 	out := map[string]any{input: r.Inputs[input]}
-	var listStarted map[string]bool
+	var pieces Pieces
 	for _, conn := range conns {
 		for _, m := range conn.Mappings {
 			if m.To != input {
@@ -667,17 +759,98 @@ func (c *Catalog) emitted(emitter, input string, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			apply(out, r, e, m, val, &listStarted)
+			apply(out, r, e, m, val, &pieces)
 		}
 	}
 	return out[input], nil
 }
 
+// Pieces is what apply remembers between the mappings into one receiver,
+// applied in connection order: the lists begun (the first piece replaces
+// the receiver's own list) and where each tagged element of a list of
+// objects sits. The zero value is ready to use.
+type Pieces struct {
+	started map[string]bool
+	slots   map[string]int // input + "\x00" + tag: index in the list
+}
+
+// list returns a copy of the list out[input] as the pieces before have made
+// it (empty for the first piece), and marks it begun.
+func (p *Pieces) list(out map[string]any, input string) []any {
+	if p.started == nil {
+		p.started = map[string]bool{}
+	}
+	var list []any
+	if p.started[input] {
+		list = append(list, out[input].([]any)...)
+	}
+	p.started[input] = true
+	return list
+}
+
+// applyElement sets field m.Key of the element tagged m.ElementTag(e) of
+// r's list of objects to: the first mapping of a tag adds its element at
+// the end, even with no value yet, so that a list's elements keep the
+// order of their tags (ElementTags) whatever the emitters hold.
+func applyElement(out map[string]any, to, from *InputDef, e *Resource, m Mapping, val any, p *Pieces) {
+	list := p.list(out, m.To)
+	if p.slots == nil {
+		p.slots = map[string]int{}
+	}
+	slot := m.To + "\x00" + m.ElementTag(e.Name)
+	i, ok := p.slots[slot]
+	if !ok {
+		i = len(list)
+		p.slots[slot] = i
+		list = append(list, map[string]any{})
+	}
+	cur, _ := list[i].(map[string]any)
+	elem := make(map[string]any, len(cur)+1)
+	for k, v := range cur {
+		elem[k] = v
+	}
+	if val == nil {
+		delete(elem, m.Key)
+	} else {
+		for _, f := range to.Schema.Elem.Fields {
+			if f.Name == m.Key {
+				val = widen(val, from.Schema, f.Schema)
+			}
+		}
+		elem[m.Key] = val
+	}
+	list[i] = elem
+	out[m.To] = list
+}
+
+// ElementTags returns the tags of the elements of r's list of objects
+// input as conns make it, in order, and whether every mapping into input
+// is into one element (a field of a tagged element): only then is each
+// element known by its tag. No mapping into input gives nil and true.
+func ElementTags(r *Resource, conns []Connection, input string) ([]string, bool) {
+	var out []string
+	for _, c := range conns {
+		for _, m := range c.Mappings {
+			if m.To != input {
+				continue
+			}
+			if !elementMapping(r, m) {
+				return nil, false
+			}
+			if t := m.ElementTag(c.Emitter); !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, true
+}
+
 // apply sets what mapping m from e makes of r's input m.To in out, given
-// val, e's effective value of m.From: one key of an object, one element of
-// a list per emitter (the first replaces r's own list), or else the whole
-// value, the last connection winning. listStarted records the lists begun.
-func apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *map[string]bool) {
+// val, e's effective value of m.From: one field of one element of a list
+// of objects, one key of an object, one element of a list per emitter (the
+// first replaces r's own list), or else the whole value, the last
+// connection winning. p records the lists begun and their elements.
+func apply(out map[string]any, r, e *Resource, m Mapping, val any, p *Pieces) {
 	to, ok := r.Base.Input(m.To)
 	if !ok {
 		return
@@ -687,6 +860,8 @@ func apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *
 		return
 	}
 	switch {
+	case m.Key != "" && to.Schema.Kind == schema.List:
+		applyElement(out, to, from, e, m, val, p)
 	case m.Key != "":
 		obj := map[string]any{}
 		if cur, ok := out[m.To].(map[string]any); ok {
@@ -706,14 +881,7 @@ func apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *
 		}
 		out[m.To] = obj
 	case to.Schema.Kind == schema.List && from.Schema.Kind != schema.List:
-		if *listStarted == nil {
-			*listStarted = map[string]bool{}
-		}
-		var list []any
-		if (*listStarted)[m.To] {
-			list = append(list, out[m.To].([]any)...)
-		}
-		(*listStarted)[m.To] = true
+		list := p.list(out, m.To)
 		if val != nil {
 			list = append(list, widen(val, from.Schema, to.Schema.Elem))
 		}
@@ -764,6 +932,6 @@ func sameKinds(a, b *schema.Schema) bool {
 // m.To in out, given val, the emitter's value of m.From, as the effective
 // values do (see apply). A plan computes the values a task will see with
 // it, from values other than the store's current ones.
-func Apply(out map[string]any, r, e *Resource, m Mapping, val any, listStarted *map[string]bool) {
-	apply(out, r, e, m, val, listStarted)
+func Apply(out map[string]any, r, e *Resource, m Mapping, val any, p *Pieces) {
+	apply(out, r, e, m, val, p)
 }

@@ -231,6 +231,10 @@ func appendConnections(dst []byte, list []resources.Connection) []byte {
 					dst = append(dst, `,"key":`...)
 					dst = jsonfast.AppendString(dst, m.Key)
 				}
+				if m.Tag != "" {
+					dst = append(dst, `,"tag":`...)
+					dst = jsonfast.AppendString(dst, m.Tag)
+				}
 				dst = append(dst, '}')
 			}
 			dst = append(dst, ']')

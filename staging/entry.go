@@ -573,6 +573,9 @@ func connKeys(conns []resources.Connection) []string {
 			if m.Key != "" {
 				to += ":" + m.Key
 			}
+			if m.Tag != "" {
+				to += "|" + m.Tag
+			}
 			out = append(out, c.Emitter+"."+m.From+" -> "+to)
 		}
 	}

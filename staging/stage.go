@@ -214,6 +214,10 @@ func diff(r *resources.Resource, oldSens, sens map[string]bool, old, cur map[str
 		}
 		hadOld = hadOld && o != nil
 		hasNew = hasNew && n != nil
+		if ch, ok := elementDiff(r, d, oldSens[d.Name] || sens[d.Name], o, n, oldConns, curConns); ok {
+			out = append(out, ch...)
+			continue
+		}
 		switch {
 		case !hadOld && hasNew:
 			out = append(out, Change{Op: OpAdd, Key: d.Name, New: n, Sensitive: sens[d.Name]})
@@ -461,13 +465,22 @@ func causes(conns []resources.Connection, d []Change, changed map[string]bool) [
 			continue
 		}
 		for _, m := range c.Mappings {
-			if slices.ContainsFunc(d, func(ch Change) bool { return !ch.Connection && ch.Key == m.To }) {
+			if slices.ContainsFunc(d, func(ch Change) bool { return !ch.Connection && inputOf(ch.Key) == m.To }) {
 				out = append(out, c.Emitter)
 				break
 			}
 		}
 	}
 	return out
+}
+
+// inputOf is the input a diff key names: key itself, or the list of an
+// element key "servers[web]" (elementDiff).
+func inputOf(key string) string {
+	if i := strings.IndexByte(key, '['); i > 0 && strings.HasSuffix(key, "]") {
+		return key[:i]
+	}
+	return key
 }
 
 // children restages every resource downstream of names whose effective

@@ -32,7 +32,10 @@ func NewCmdConnect(a *app.App, runF func(*ConnectOptions) error) *cobra.Command 
 emitter's effective value, transitively, and cannot be written directly.
 
 MAPPING is e_in->r_in pairs (comma separated or several arguments), or a JSON
-object {"e_in": "r_in"}. r_in:key sets one key of an object input. Without a
+object {"e_in": "r_in"}. r_in:key sets one key of an object input; into a
+list of objects it sets one field of this emitter's element (one element per
+emitter, fields merged), and r_in:key|tag names the element instead, so that
+several emitters can fill one element. Without a
 mapping every input with the same name is connected; location only flows from
 node bases (node: true), so "solar connect node1 db" places db on node1.
 A list input receives one element per emitter, in connection order; a simple
@@ -48,6 +51,8 @@ warning. Disconnecting removes the rules the connection added, no others.` + "\n
   solar connect mariadb keystone 'ip->db_host,port->db_port'
   solar connect keystone haproxy 'port->ports'
   solar connect keystone haproxy '{"admin_port": "ports"}'
+  solar connect web1 lb 'ip->servers:ip,port->servers:port'
+  solar connect node1 lb 'ip->servers:ip|web'
   solar connect mariadb keystone 'root_password->db_password' --no-events`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -58,6 +58,7 @@ type mappingView struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	Key  string `json:"key,omitempty"`
+	Tag  string `json:"tag,omitempty"`
 }
 
 type connView struct {
@@ -90,7 +91,7 @@ func showRun(opts *ShowOptions) error {
 			}
 			v := connView{Emitter: c.Emitter, Receiver: c.Receiver, Mappings: []mappingView{}}
 			for _, m := range c.Mappings {
-				v.Mappings = append(v.Mappings, mappingView{From: m.From, To: m.To, Key: m.Key})
+				v.Mappings = append(v.Mappings, mappingView{From: m.From, To: m.To, Key: m.Key, Tag: m.Tag})
 			}
 			out.Connections = append(out.Connections, v)
 		}
@@ -108,6 +109,9 @@ func showRun(opts *ShowOptions) error {
 			to := m.To
 			if m.Key != "" {
 				to += ":" + m.Key
+			}
+			if m.Tag != "" {
+				to += "|" + m.Tag
 			}
 			rows = append(rows, []string{c.Emitter + "." + m.From, "->", c.Receiver + "." + to})
 		}
