@@ -157,10 +157,15 @@ func (c *Catalog) backtrack(name, input string, seen map[string]bool, depth int)
 
 // element names the element of the receiver's list input a mapping makes:
 // the emitter's name when a value that is not a list feeds a list, which
-// apply turns into one element per emitter; "" otherwise.
+// apply turns into one element per emitter; the element's tag when the
+// mapping fills a field (Key) of an element of a list of objects
+// (in:key|tag); "" otherwise.
 func element(d *InputDef, e *Resource, m Mapping) string {
-	if m.Key != "" || d.Schema.Kind != schema.List {
+	if d.Schema.Kind != schema.List {
 		return ""
+	}
+	if m.Key != "" {
+		return m.ElementTag(e.Name)
 	}
 	if from, ok := e.Base.Input(m.From); ok && from.Schema.Kind != schema.List {
 		return e.Name

@@ -200,3 +200,37 @@ func TestExprInputs(t *testing.T) {
 		})
 	}
 }
+
+// A field of an element of a list of objects (in:key|tag) is traced to
+// its emitter, naming the element's tag and the field.
+func TestBacktrackTaggedElements(t *testing.T) {
+	db := openStore(t)
+	update(t, db, func(cat *Catalog) {
+		src := loadBase(t, writeBase(t, "web", "handler: noop\ninputs:\n  ip: {schema: str, value: 10.0.0.1}\n  port: {schema: int, value: 80}\n"))
+		dst := loadBase(t, writeBase(t, "lb", "handler: noop\ninputs:\n  servers: {schema: \"[{ip: str, port: int}]\", value: []}\n"))
+		mustCreate(t, cat, "w1", src)
+		mustCreate(t, cat, "w2", src)
+		mustCreate(t, cat, "lb", dst)
+		for _, c := range []struct{ e, m string }{{"w1", "ip->servers:ip,port->servers:port"}, {"w2", "ip->servers:ip|front"}} {
+			ms, err := ParseMappings([]string{c.m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cat.Connect(c.e, "lb", ms); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := cat.Backtrack("lb", "servers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, o := range got {
+			trace(o, "", &lines)
+		}
+		want := []string{"lb.servers connected", ".w1.ip default key=ip element=w1", ".w1.port default key=port element=w1", ".w2.ip default key=ip element=front"}
+		if diff := cmp.Diff(want, lines); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
