@@ -29,16 +29,53 @@ import (
 // so one may build on an earlier one and none can read itself.
 
 // Limits of an expression. expr has no loops; what can still grow is a
-// builtin over a big array (map(1..1e9, ...)) and nested predicates, which
-// the VM's memory budget counts; MaxComputeNodes bounds the expression's
-// size, and so its work outside those builtins.
+// builtin over a big array: one the expression makes (1..1e9, repeat) is
+// counted by the VM's memory budget, but iterating an input's list is not,
+// and predicates nested three deep over a list of 10,000 run 10^12 times.
+// So every predicate body (map, filter, all, reduce, ...) is patched at
+// compile time to count its runs first (stepCounter), and an evaluation
+// stops at MaxComputeSteps. MaxComputeNodes bounds the expression's size,
+// and so its work outside predicates.
 const (
 	// MaxComputeNodes is the most syntax-tree nodes an expression may have.
 	MaxComputeNodes = 2000
-	// ComputeMemoryBudget is the most array elements and predicate
-	// iterations one evaluation may allocate (vm.VM.MemoryBudget).
+	// ComputeMemoryBudget is the most array elements and bytes one
+	// evaluation may allocate (vm.VM.MemoryBudget).
 	ComputeMemoryBudget = 100_000
+	// MaxComputeSteps is the most predicate runs one evaluation may make.
+	MaxComputeSteps = 100_000
 )
+
+// stepFunc names, in an expression's environment, the function each
+// predicate body calls first. "$" keeps it apart from every input name.
+const stepFunc = "$step"
+
+// errSteps stops an evaluation that made MaxComputeSteps predicate runs.
+var errSteps = fmt.Errorf("cost limit exceeded: more than %d predicate runs (map, filter, all, ...)", MaxComputeSteps)
+
+// stepPatch makes every predicate body "$step(); BODY": the sequence keeps
+// the body's type, so the compiler checks the expression as written.
+type stepPatch struct{}
+
+func (stepPatch) Visit(n *ast.Node) {
+	p, ok := (*n).(*ast.PredicateNode)
+	if !ok {
+		return
+	}
+	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: stepFunc}}
+	p.Node = &ast.SequenceNode{Nodes: []ast.Node{call, p.Node}}
+}
+
+// stepCounter returns a fresh $step for one evaluation.
+func stepCounter() func() bool {
+	n := 0
+	return func() bool {
+		if n++; n > MaxComputeSteps {
+			panic(errSteps)
+		}
+		return true
+	}
+}
 
 // program is a compiled computable input.
 type program struct {
@@ -86,7 +123,7 @@ func (b *Base) program(i int) (*program, error) {
 	if p, ok := programs.Load(key); ok {
 		return p.(*program), nil
 	}
-	prog, err := expr.Compile(d.Computable, expr.Env(compileEnv(b, i)), expr.MaxNodes(MaxComputeNodes),
+	prog, err := expr.Compile(d.Computable, expr.Env(compileEnv(b, i)), expr.MaxNodes(MaxComputeNodes), expr.Patch(stepPatch{}),
 		// A value that changes each time it is computed would stage a
 		// change on every command.
 		expr.DisableBuiltin("now"))
@@ -107,7 +144,8 @@ func visible(b *Base, i, j int) bool {
 // type, so that the compiler checks what it can (str + int is refused)
 // while lists and objects stay open.
 func compileEnv(b *Base, i int) map[string]any {
-	env := make(map[string]any, len(b.Inputs))
+	env := make(map[string]any, len(b.Inputs)+1)
+	env[stepFunc] = (func() bool)(nil)
 	for j := range b.Inputs {
 		if visible(b, i, j) {
 			env[b.Inputs[j].Name] = zeroOf(b.Inputs[j].Schema)
@@ -196,7 +234,8 @@ func (r *Resource) compute(vals map[string]any, hidden func(input string) bool, 
 		if err != nil {
 			return fmt.Errorf("%w: base %s: %v", ErrBase, b.Name, err)
 		}
-		env := make(map[string]any, len(p.reads))
+		env := make(map[string]any, len(p.reads)+1)
+		env[stepFunc] = stepCounter()
 		for _, name := range p.reads {
 			env[name] = vals[name]
 		}
