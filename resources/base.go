@@ -496,9 +496,6 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 	}
 	b.reindex()
-	if err := b.compileComputables(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBase, shown, err)
-	}
 	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema}
 	for _, f := range []struct {
 		key, text string
@@ -518,7 +515,7 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBase, shown, err)
 	}
 	b.Meta = m
-	return b, nil
+	return b.compiled(shown)
 }
 
 func (b *Base) loadInputs(n *yaml.Node, shown string) error {

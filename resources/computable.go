@@ -113,6 +113,15 @@ func (b *Base) compileComputables() error {
 	return nil
 }
 
+// compiled returns b once its computable inputs compile, which they must
+// for the base (read from shown) to be valid.
+func (b *Base) compiled(shown string) (*Base, error) {
+	if err := b.compileComputables(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBase, shown, err)
+	}
+	return b, nil
+}
+
 // program returns the compiled expression of input i.
 func (b *Base) program(i int) (*program, error) {
 	d := &b.Inputs[i]
