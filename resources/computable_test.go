@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -246,4 +247,33 @@ func TestComputeForAPlan(t *testing.T) {
 	if vals["endpoint"] != nil || vals["url"] != nil {
 		t.Errorf("endpoint, url = %v, %v; want nil", vals["endpoint"], vals["url"])
 	}
+}
+
+// TestComputableDocExamples: the examples of docs/bases.md compute what
+// they say.
+func TestComputableDocExamples(t *testing.T) {
+	db := openStore(t)
+	b := loadBase(t, writeBase(t, "b", `inputs:
+  ip:       {schema: str!}
+  port:     {schema: int, value: 443}
+  backends: {schema: "[str]", value: ["a:1", "b:2"]}
+  endpoint: {schema: str, computable: 'ip + ":" + string(port)'}
+  url:      {schema: str,   computable: '"http://" + endpoint + "/"'}
+  port2:    {schema: int,   computable: 'port + 1'}
+  hosts:    {schema: "[str]", computable: 'map(backends, split(#, ":")[0])'}
+  primary:  {schema: str,   computable: 'len(backends) > 0 ? backends[0] : "none"'}
+  tls:      {schema: bool,  computable: 'port == 443 || hasPrefix(url, "https:")'}
+  conf:     {schema: "{host: str, port: int}", computable: '{host: ip, port: port}'}
+`))
+	update(t, db, func(cat *Catalog) { mustCreate(t, cat, "r", b, "ip=h") })
+	view(t, db, func(cat *Catalog) {
+		eff, err := cat.Effective("r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintln(eff["url"], eff["port2"], eff["hosts"], eff["primary"], eff["tls"], eff["conf"])
+		if want := "http://h:443/ 444 [a b] a:1 true map[host:h port:443]\n"; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
 }

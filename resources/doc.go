@@ -5,7 +5,10 @@
 // and tags; the Resource record keeps a snapshot of its base so that the
 // store alone describes it. Connections make a receiver's input follow an
 // emitter's effective value, transitively; Catalog.Effective computes those
-// values. Compositions create many resources, connections and rules at once.
+// values, computable inputs (computable.go: expressions of
+// github.com/expr-lang/expr compiled once per base, evaluated with the
+// effective values, bounded) included. Compositions create many resources,
+// connections and rules at once.
 // Catalog.Upgrade gives a resource a new base: inputs added take their
 // defaults, inputs dropped lose their values unless a connection uses them.
 //
