@@ -234,6 +234,9 @@ func (pn *pinner) values(n *planner.Node, r *resources.Resource) (map[string]any
 			resources.Apply(out, r, e, m, val, &listStarted)
 		}
 	}
+	if err := resources.Compute(r, out, func(in string) bool { return fedInput(conns, in) }); err != nil {
+		return nil, feeds{}, err
+	}
 	return out, pn.sources(r, conns), nil
 }
 
@@ -405,4 +408,16 @@ func (pn *pinner) node(n *planner.Node, r *resources.Resource, p *Pin) (map[stri
 		}
 	}
 	return out, nil
+}
+
+// fedInput reports whether a connection of conns feeds input.
+func fedInput(conns []resources.Connection, input string) bool {
+	for _, c := range conns {
+		for _, m := range c.Mappings {
+			if m.To == input {
+				return true
+			}
+		}
+	}
+	return false
 }

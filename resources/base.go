@@ -382,6 +382,8 @@ type inputFile struct {
 	Schema    string `yaml:"schema"`
 	Value     any    `yaml:"value"`
 	Sensitive bool   `yaml:"sensitive"`
+	// Computable is an expression computing the input (computable.go).
+	Computable string `yaml:"computable"`
 }
 
 var (
@@ -513,7 +515,7 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBase, shown, err)
 	}
 	b.Meta = m
-	return b, nil
+	return b.compiled(shown)
 }
 
 func (b *Base) loadInputs(n *yaml.Node, shown string) error {
@@ -530,7 +532,7 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 		if !inputNameRe.MatchString(name) {
 			return fmt.Errorf("%w: %s:%d: invalid input name %q (want [a-z_][a-z0-9_]*)", ErrBase, shown, key.Line, name)
 		}
-		if err := knownKeys(val, "schema", "value", "sensitive"); err != nil {
+		if err := knownKeys(val, "schema", "value", "sensitive", "computable"); err != nil {
 			return fmt.Errorf("%w: %s:%v: input %q: %v", ErrBase, shown, err.line, name, err.msg)
 		}
 		var f inputFile
@@ -554,7 +556,10 @@ func (b *Base) loadInputs(n *yaml.Node, shown string) error {
 			return fmt.Errorf("%w: %s:%d: input %q declared twice", ErrBase, shown, key.Line, name)
 		}
 		seen[name] = true
-		b.Inputs = append(b.Inputs, InputDef{Name: name, Schema: s, Default: def, Sensitive: f.Sensitive})
+		if f.Computable != "" && f.Value != nil {
+			return fmt.Errorf("%w: %s:%d: input %q: a computable input has no value (its expression gives it); drop value", ErrBase, shown, val.Line, name)
+		}
+		b.Inputs = append(b.Inputs, InputDef{Name: name, Schema: s, Default: def, Sensitive: f.Sensitive, Computable: f.Computable})
 	}
 	return nil
 }

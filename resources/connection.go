@@ -340,7 +340,7 @@ func defaultMappings(e, r *Resource) []Mapping {
 		if d.Name == LocationInput && !e.Base.Node {
 			continue
 		}
-		if _, ok := r.Base.Input(d.Name); ok {
+		if to, ok := r.Base.Input(d.Name); ok && to.Computable == "" {
 			out = append(out, Mapping{From: d.Name, To: d.Name})
 		}
 	}
@@ -356,6 +356,9 @@ func checkMapping(e, r *Resource, m Mapping) error {
 	to, ok := r.Base.Input(m.To)
 	if !ok {
 		return invalidf("mapping %s: %s has no input %q (inputs: %s)", m, r.Name, m.To, strings.Join(r.Base.InputNames(), ", "))
+	}
+	if to.Computable != "" {
+		return invalidf("mapping %s: %s.%s is computed by its base (computable: %s) and cannot follow a connection; connect an input it reads instead", m, r.Name, m.To, to.Computable)
 	}
 	target := to.Schema
 	switch {
@@ -674,8 +677,14 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 			apply(out, r, e, m, val, &pieces)
 		}
 	}
+	computes := r.Base.computes()
+	if computes {
+		if err := r.compute(out, c.hiddenFor(r, conns, depth), false); err != nil {
+			return nil, err
+		}
+	}
 	setIn(&c.eff, name, out)
-	if c.tx.Writable() && len(conns) > 0 {
+	if c.tx.Writable() && (len(conns) > 0 || computes) {
 		// Kept in the store so that the next command reads a long chain's
 		// tail in one step instead of walking it; forget drops it.
 		raw, err := json.Marshal(out)
@@ -693,8 +702,16 @@ func (c *Catalog) effective(name string, depth int) (map[string]any, error) {
 // Only what connections feed is kept (effective): a resource fed by none
 // is spared a read that could find nothing.
 func (c *Catalog) storedEffective(name string) (map[string]any, bool, error) {
-	if fed, err := c.fed(name); err != nil || !fed {
+	fed, err := c.fed(name)
+	if err != nil {
 		return nil, false, err
+	}
+	if !fed {
+		// A computable input is kept too, so that a run reads what the
+		// last write computed instead of evaluating it again.
+		if r, err := c.Get(name); err != nil || !r.Base.computes() {
+			return nil, false, nil
+		}
 	}
 	raw, err := c.get(store.Effective, name)
 	if err != nil {
@@ -743,6 +760,9 @@ func (c *Catalog) emitted(emitter, input string, depth int) (any, error) {
 	conns, err := c.Incoming(emitter)
 	if err != nil {
 		return nil, err
+	}
+	if r.Computed(input) {
+		return nil, fmt.Errorf("%w: %s.%s is computed from inputs of %s that are being computed: connections and the expression make data flow in a circle", ErrCycle, emitter, input, emitter)
 	}
 	out := map[string]any{input: r.Inputs[input]}
 	var pieces Pieces

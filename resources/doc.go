@@ -5,11 +5,13 @@
 // and tags; the Resource record keeps a snapshot of its base so that the
 // store alone describes it. Connections make a receiver's input follow an
 // emitter's effective value, transitively; Catalog.Effective computes those
-// values; a mapping sets a whole input, one element of a list, one key of an
-// object, or one field of a tagged element of a list of objects (Solar's
-// in:key|tag, ElementTags; docs/connections.md); Catalog.Backtrack says where
-// each value comes from. Compositions create many resources, connections and
-// rules at once.
+// values, computable inputs (computable.go: expressions of
+// github.com/expr-lang/expr compiled once per base, evaluated with the
+// effective values, bounded) included; a mapping sets a whole input, one
+// element of a list, one key of an object, or one field of a tagged element
+// of a list of objects (Solar's in:key|tag, ElementTags;
+// docs/connections.md); Catalog.Backtrack says where each value comes from.
+// Compositions create many resources, connections and rules at once.
 // Catalog.Upgrade gives a resource a new base: inputs added take their
 // defaults, inputs dropped lose their values unless a connection uses them.
 //

@@ -651,6 +651,9 @@ func (v Values) check(resource string, b *Base) (map[string]any, error) {
 		if !ok {
 			return nil, invalidf("%s: unknown input %q (base %s has: %s)", resource, name, b.Name, strings.Join(b.InputNames(), ", "))
 		}
+		if d.Computable != "" {
+			return nil, invalidf("%s: input %q is computed by base %s (computable: %s) and cannot be set; set the inputs it reads", resource, name, b.Name, d.Computable)
+		}
 		var (
 			val any
 			err error
@@ -745,7 +748,18 @@ func (c *Catalog) Create(spec CreateSpec, skipRequired bool) (*Resource, error) 
 			return nil, err
 		}
 	}
-	return r, c.putNew(r, spec.Base)
+	if err := c.putNew(r, spec.Base); err != nil {
+		return nil, err
+	}
+	if !skipRequired && r.Base.computes() {
+		// Evaluated now, so that an expression that fails on these
+		// values refuses the resource (CheckRequired does it for a
+		// composition, once its connections are made).
+		if _, err := c.Effective(r.Name); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // CheckRequired verifies that every required input of the resource has an

@@ -188,7 +188,9 @@ func (c *Catalog) foldSensitive(r *Resource, conns []Connection, only string, de
 		}
 	}
 	if only != "" {
-		if d, ok := r.Base.Input(only); ok && d.Sensitive {
+		if d, ok := r.Base.Input(only); ok && (d.Sensitive || d.Computable != "") {
+			// A computed input read while its resource is being folded
+			// cannot be valued either (emitted refuses it): mask it.
 			return map[string]bool{only: true}, nil
 		}
 	}
@@ -244,6 +246,9 @@ func (c *Catalog) foldSensitive(r *Resource, conns []Connection, only string, de
 			if d.Sensitive {
 				out[d.Name] = true
 			}
+		}
+		if r.Base.computes() {
+			r.computedSensitive(out)
 		}
 	}
 	return out, nil

@@ -106,42 +106,48 @@ const listJSON = `{
           "schema": "str",
           "value": "local",
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         },
         {
           "name": "ip",
           "schema": "str!",
           "value": "10.0.0.1",
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         },
         {
           "name": "ssh_port",
           "schema": "int",
           "value": 22,
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         },
         {
           "name": "ssh_user",
           "schema": "str",
           "value": "",
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         },
         {
           "name": "ssh_key",
           "schema": "str",
           "value": "",
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         },
         {
           "name": "location",
           "schema": "str",
           "value": "n1",
           "sensitive": false,
-          "from": []
+          "from": [],
+          "computed": false
         }
       ],
       "meta": {

@@ -22,8 +22,9 @@ func NewCmdShow(a *app.App, runF func(*ShowOptions) error) *cobra.Command {
 		Use:   "show NAME",
 		Short: "Show a resource: base, tags, actions, effective inputs",
 		Long: `Show a resource with its effective input values (what its actions will see,
-connections applied) and where each connected value comes from. Sensitive
-values are masked.` + "\n" + app.ExitHelp,
+connections applied) and where each connected value comes from. A computed
+input (meta.yaml computable:) shows "= EXPR" in the from column and
+"computed": true in --json. Sensitive values are masked.` + "\n" + app.ExitHelp,
 		Example: `  solar resource show mariadb
   solar resource show mariadb --json | jq '.inputs[] | select(.name=="port").value'`,
 		Args: cobra.ExactArgs(1),

@@ -18,6 +18,10 @@ type inputView struct {
 	Sensitive bool   `json:"sensitive"`
 	// From lists the emitter inputs the value follows ("node1.ip").
 	From []string `json:"from"`
+	// Computed is set for an input its base computes (meta.yaml
+	// computable:); Computable is then the expression.
+	Computed   bool   `json:"computed"`
+	Computable string `json:"computable,omitempty"`
 }
 
 type metaView struct {
@@ -73,7 +77,8 @@ func newView(cat *resources.Catalog, r *resources.Resource) (resourceView, error
 	}
 	for _, d := range r.Base.Inputs {
 		// Sensitivity follows the value through connections.
-		iv := inputView{Name: d.Name, Schema: d.Schema.String(), Value: maskValue(sens[d.Name], eff[d.Name]), Sensitive: sens[d.Name], From: []string{}}
+		iv := inputView{Name: d.Name, Schema: d.Schema.String(), Value: maskValue(sens[d.Name], eff[d.Name]), Sensitive: sens[d.Name], From: []string{},
+			Computed: d.Computable != "", Computable: d.Computable}
 		for _, c := range conns {
 			for _, m := range c.Mappings {
 				if m.To == d.Name {
@@ -140,7 +145,11 @@ func printView(w io.Writer, v resourceView) error {
 	fmt.Fprintf(w, "  meta:     %s\n\n", meta)
 	rows := make([][]string, 0, len(v.Inputs))
 	for _, in := range v.Inputs {
-		rows = append(rows, []string{in.Name, in.Schema, formatValue(in.Value), strings.Join(in.From, ", ")})
+		from := strings.Join(in.From, ", ")
+		if in.Computed {
+			from = "= " + app.Escape(in.Computable)
+		}
+		rows = append(rows, []string{in.Name, in.Schema, formatValue(in.Value), from})
 	}
 	return app.Table(w, []string{"input", "schema", "value", "from"}, rows)
 }
