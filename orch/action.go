@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/staging"
@@ -113,18 +112,6 @@ func (r *Runner) CheckAction(ctx context.Context, stop <-chan struct{}, name, ac
 		return nil, nil, err
 	}
 	sdb.Close()
-	if r.Started != nil {
-		r.Started(rec, nil)
-	}
-	c := &checker{infos: infos, unknown: map[string]bool{}}
-	tasks, err := walkTasks(rec, infos, r.PerNode)
-	if err != nil {
-		return rec, nil, err
-	}
-	w := &walk.Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
-	states, err := w.Walk(ctx, tasks, nil, stop)
-	if err != nil {
-		return rec, nil, err
-	}
-	return rec, predict(rec, states, c.unknown, r.Now()), nil
+	preds, err := r.checkWalk(ctx, stop, rec, infos)
+	return rec, preds, err
 }

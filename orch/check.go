@@ -71,20 +71,10 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 		return nil, nil, err
 	}
 	sdb.Close() // nothing to write until the end: let others in
-	if r.Started != nil {
-		r.Started(rec, nil)
-	}
-	c := &checker{infos: infos, unknown: map[string]bool{}}
-	tasks, err := walkTasks(rec, infos, r.PerNode)
+	preds, err := r.checkWalk(ctx, stop, rec, infos)
 	if err != nil {
 		return rec, nil, err
 	}
-	w := &walk.Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
-	states, err := w.Walk(ctx, tasks, nil, stop)
-	if err != nil {
-		return rec, nil, err
-	}
-	preds := predict(rec, states, c.unknown, r.Now())
 	err = sdb.Update(func(tx *store.Tx) error {
 		if err := tx.DeletePrefix(store.Plans, checkPrefix(rec.UID)); err != nil {
 			return err
@@ -101,6 +91,25 @@ func (r *Runner) Check(ctx context.Context, stop <-chan struct{}) (*Record, []Pr
 		return nil
 	})
 	return rec, preds, err
+}
+
+// checkWalk walks rec's prepared tasks in check mode (Runner.Started told
+// first) and returns what each would do.
+func (r *Runner) checkWalk(ctx context.Context, stop <-chan struct{}, rec *Record, infos map[string]*taskInfo) ([]Prediction, error) {
+	if r.Started != nil {
+		r.Started(rec, nil)
+	}
+	c := &checker{infos: infos, unknown: map[string]bool{}}
+	tasks, err := walkTasks(rec, infos, r.PerNode)
+	if err != nil {
+		return nil, err
+	}
+	w := &walk.Walker{Concurrency: r.Concurrency, Run: c.run, Progress: r.Progress, Now: r.Now}
+	states, err := w.Walk(ctx, tasks, nil, stop)
+	if err != nil {
+		return nil, err
+	}
+	return predict(rec, states, c.unknown, r.Now()), nil
 }
 
 // checker runs the tasks of a check walk.

@@ -3,7 +3,6 @@ package orch
 import (
 	"fmt"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/store"
@@ -34,7 +33,7 @@ type ActionCheckOptions struct {
 // failed, 130 when interrupted.
 func CheckAction(opts *ActionCheckOptions) error {
 	a := opts.App
-	sshCfg, err := a.SSHConfig()
+	settings, err := a.RunSettings()
 	if err != nil {
 		return err
 	}
@@ -45,10 +44,11 @@ func CheckAction(opts *ActionCheckOptions) error {
 	pr := newProgress(a.IO.Err, false, false, a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Store: store.NewHandle(path), SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: 1, PerNode: 1, Now: a.Now,
-		Started: func(*orch.Record, map[string]orch.State) {
-			fmt.Fprintf(a.IO.Err, "check %s.%s (nothing will be changed)\n", opts.Resource, opts.Action)
-		}}
+	r := &settings
+	r.Store, r.Concurrency, r.PerNode = store.NewHandle(path), 1, 1
+	r.Started = func(*orch.Record, map[string]orch.State) {
+		fmt.Fprintf(a.IO.Err, "check %s.%s (nothing will be changed)\n", opts.Resource, opts.Action)
+	}
 	_, preds, err := r.CheckAction(in.ctx, in.stop, opts.Resource, opts.Action)
 	pr.end()
 	if err != nil {

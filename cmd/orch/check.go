@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/store"
@@ -67,7 +66,7 @@ var predictionOrder = []string{orch.WouldChange, orch.WouldNotChange, orch.Unkno
 
 func checkRun(opts *CheckOptions) error {
 	a := opts.App
-	sshCfg, err := a.SSHConfig()
+	settings, err := a.RunSettings()
 	if err != nil {
 		return err
 	}
@@ -85,10 +84,11 @@ func checkRun(opts *CheckOptions) error {
 	pr := newProgress(a.IO.Err, false, false, a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now,
-		Started: func(*orch.Record, map[string]orch.State) {
-			fmt.Fprintf(a.IO.Err, "check plan %s (nothing will be changed)\n", uid)
-		}}
+	r := &settings
+	r.Store, r.UID, r.Concurrency, r.PerNode = store.NewHandle(path), uid, opts.Concurrency, opts.PerNode
+	r.Started = func(*orch.Record, map[string]orch.State) {
+		fmt.Fprintf(a.IO.Err, "check plan %s (nothing will be changed)\n", uid)
+	}
 	_, preds, err := r.Check(in.ctx, in.stop)
 	pr.end()
 	if err != nil {

@@ -15,9 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/solarops/solar/bases"
 	"github.com/solarops/solar/cmd/app"
-	"github.com/solarops/solar/internal/actor"
 	"github.com/solarops/solar/orch"
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/store"
@@ -203,7 +201,7 @@ var errFinished = errors.New("plan already finished")
 
 func runRun(opts *RunOptions) error {
 	a := opts.App
-	sshCfg, err := a.SSHConfig()
+	settings, err := a.RunSettings()
 	if err != nil {
 		return err
 	}
@@ -232,13 +230,13 @@ func runRun(opts *RunOptions) error {
 	pr := newProgress(a.IO.Err, a.IO.ErrTTY, a.Color(), a.Now())
 	in := interrupts(pr)
 	defer in.release()
-	r := &orch.Runner{Store: store.NewHandle(path), UID: uid, SSH: sshCfg, AnsiblePlaybook: a.Getenv("SOLAR_ANSIBLE_PLAYBOOK"), CacheDir: bases.CacheDir(a.Getenv), Concurrency: opts.Concurrency, PerNode: opts.PerNode, Now: a.Now, Progress: pr.task,
-		Actor: a.Actor(), Host: actor.Host(), StopRequested: in.requested,
-		LeaseTTL: ttl, Prepare: opts.prepareRun,
-		Started: func(rec *orch.Record, states map[string]orch.State) {
-			pr.begin(rec, states)
-			pr.start(uid, opts.Verb)
-		}, Note: pr.note}
+	r := &settings
+	r.Store, r.UID, r.Concurrency, r.PerNode = store.NewHandle(path), uid, opts.Concurrency, opts.PerNode
+	r.Progress, r.StopRequested, r.LeaseTTL, r.Prepare, r.Note = pr.task, in.requested, ttl, opts.prepareRun, pr.note
+	r.Started = func(rec *orch.Record, states map[string]orch.State) {
+		pr.begin(rec, states)
+		pr.start(uid, opts.Verb)
+	}
 	if opts.Verbose {
 		r.Output = pr.output
 	}
