@@ -132,19 +132,21 @@ func (c *checker) run(ctx context.Context, t *walk.Task) walk.Outcome {
 		c.mu.Unlock()
 		return walk.Outcome{Changed: true, Attempts: 1}
 	}
-	inputs := make(map[string]any, len(info.inputDefs))
-	for name := range info.inputDefs {
-		inputs[name] = info.inputs[name]
-	}
-	res, err := info.handler.Run(ctx, handler.Request{
-		Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
-		BaseDir: info.baseDir, Script: info.script, Inputs: inputs, Sensitive: info.sensitive,
-		Location: info.location, Timeout: info.timeout, Check: true,
-	})
+	res, err := info.handler.Run(ctx, info.checkRequest(t.ID))
 	if err != nil {
 		return walk.Outcome{Err: err, Attempts: 1}
 	}
 	return walk.Outcome{Changed: res.Changed, Attempts: 1}
+}
+
+// checkRequest is the request of task id's check: its script in check
+// mode with the inputs it was prepared with (its pin's, in a pinned plan).
+func (ti *taskInfo) checkRequest(id string) handler.Request {
+	return handler.Request{
+		Resource: ti.node.Resource, Action: ti.node.Action, Task: id,
+		BaseDir: ti.baseDir, Script: ti.script, Inputs: ti.inputsFrom(ti.inputs), Sensitive: ti.sensitive,
+		Location: ti.location, Timeout: ti.timeout, Check: true,
+	}
 }
 
 // predict turns a check walk's states into predictions, in plan order.

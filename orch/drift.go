@@ -271,11 +271,7 @@ func (c *driftChecker) run(ctx context.Context, t *walk.Task) walk.Outcome {
 	case info.noop:
 		return walk.Outcome{Attempts: 1}
 	}
-	res, err := info.handler.Run(ctx, handler.Request{
-		Resource: info.node.Resource, Action: info.node.Action, Task: t.ID,
-		BaseDir: info.baseDir, Script: info.script, Inputs: info.inputsFrom(info.pin.Inputs), Sensitive: info.sensitive,
-		Location: info.location, Timeout: info.timeout, Check: true,
-	})
+	res, err := info.handler.Run(ctx, info.checkRequest(t.ID))
 	c.mu.Lock()
 	c.found[t.ID] = res
 	c.mu.Unlock()

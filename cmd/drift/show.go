@@ -12,22 +12,15 @@ import (
 	"github.com/solarops/solar/store"
 )
 
-// runJSON is a drift run in --json.
+// runJSON is a drift run in --json: the run as kept, versioned, its lists
+// never null.
 type runJSON struct {
-	FormatVersion int                `json:"format_version"`
-	ID            string             `json:"id"`
-	By            string             `json:"by"`
-	Host          string             `json:"host"`
-	Started       time.Time          `json:"started"`
-	Ended         time.Time          `json:"ended"`
-	Selection     string             `json:"selection"`
-	Results       []orch.DriftResult `json:"results"`
-	Staged        []string           `json:"staged"`
+	FormatVersion int `json:"format_version"`
+	orch.DriftRun
 }
 
 func toJSON(d *orch.DriftRun) runJSON {
-	out := runJSON{FormatVersion: app.FormatVersion, ID: d.ID, By: d.By, Host: d.Host, Started: d.Started, Ended: d.Ended,
-		Selection: d.Selection, Results: d.Results, Staged: d.Staged}
+	out := runJSON{FormatVersion: app.FormatVersion, DriftRun: *d}
 	if out.Results == nil {
 		out.Results = []orch.DriftResult{}
 	}
