@@ -144,10 +144,10 @@ type baseUpload struct {
 	err  error
 }
 
-// ensureBase makes sure b is in the node's cache: one session that sweeps
-// what dead attempts and uploads left (setup.sh) and looks, and one more
-// to upload when it is not there. Concurrent callers for the same base
-// wait for the first.
+// ensureBase puts b into the node's cache, once per run, after an
+// attempt found it missing: the guard has swept the node and the wrapper
+// looked, so no session is spent on either. Concurrent callers for the
+// same base wait for the first.
 func (p *pool) ensureBase(ctx context.Context, b *base) error {
 	p.mu.Lock()
 	u, ok := p.bases[b.hash]
@@ -180,19 +180,10 @@ func (p *pool) forgetBase(hash string) {
 	p.mu.Unlock()
 }
 
+// upload puts b into the node's cache (setup.sh), where an attempt found
+// it missing.
 func (p *pool) upload(ctx context.Context, b *base) error {
-	out, err := p.setup(ctx, b.hash, "check", nil)
-	if err != nil {
-		return err
-	}
-	switch strings.TrimSpace(out) {
-	case "have":
-		return nil
-	case "need":
-	default:
-		return nodeErr(ErrNode, "node %s (%s): unexpected answer from the base check: %q", p.node.Name, p.node.Addr(), out)
-	}
-	_, err = p.setup(ctx, b.hash, "upload", bytes.NewReader(b.tar))
+	_, err := p.setup(ctx, b.hash, "upload", bytes.NewReader(b.tar))
 	return err
 }
 

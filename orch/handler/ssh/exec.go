@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -22,29 +21,38 @@ import (
 )
 
 var (
+	//go:embed common.sh
+	commonScript string
 	//go:embed wrapper.sh
 	wrapperScript string
+	//go:embed guard.sh
+	guardScript string
 	//go:embed setup.sh
 	setupScript string
+
+	// The commands of the sessions, made once: each attempt's session
+	// sends its text.
+	wrapperCommand = shellCommand(compact(commonScript+wrapperScript), "solar-wrapper")
+	guardCommand   = shellCommand(compact(commonScript+guardScript), "solar-guard")
 )
 
-// protocolVersion is the first word the wrapper reads; bump it with any
-// change to what travels on stdin.
-const protocolVersion = 2
+// protocolVersion is the first word the wrapper and the guard read; bump
+// it with any change to what travels on their stdin.
+const protocolVersion = 3
 
 // resultLimit bounds the result file read back from a node, as for local
 // attempts.
 const resultLimit = 16 << 20
 
-// ioGrace is how long an attempt waits for the session to close once the
-// wrapper has reported: a background child of the script that keeps
+// ioGrace is how long an attempt waits for the session's output to end
+// once the script has exited: a background child of the script that keeps
 // stdout open must not hold the attempt.
 const ioGrace = time.Second
 
-// Exit statuses of the wrapper itself, before the script runs.
+// Exit statuses of the wrapper itself, before the script starts.
 const (
 	exitProtocol = 97 // stdin was not what the wrapper expects
-	exitSetup    = 98 // no private dir, no base dir, inputs not written
+	exitSetup    = 98 // no guard, no base dir, the record not made
 )
 
 // host is one node, as the shell handler sees it.
@@ -56,8 +64,9 @@ type host struct {
 // Close does nothing: connections live as long as the Transport.
 func (h *host) Close() error { return nil }
 
-// Exec runs one attempt on the node: the base goes to the node's cache if
-// it is not there yet, then one session runs the wrapper.
+// Exec runs one attempt on the node: one session runs the wrapper, which
+// becomes the script. The base is taken to be in the node's cache; when
+// the wrapper finds it is not, it goes there and the attempt runs again.
 func (h *host) Exec(ctx context.Context, a handler.Attempt) (handler.Ended, error) {
 	n := h.p.node
 	if a.Program != nil {
@@ -71,31 +80,44 @@ func (h *host) Exec(ctx context.Context, a handler.Attempt) (handler.Ended, erro
 	if err != nil {
 		return handler.Ended{}, err
 	}
-	for try := 0; try < 2; try++ {
-		if err := h.p.ensureBase(ctx, b); err != nil {
-			if ctx.Err() != nil {
-				return handler.Ended{Stopped: true}, nil
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			if err := h.p.ensureBase(ctx, b); err != nil {
+				if ctx.Err() != nil {
+					return handler.Ended{Stopped: true}, nil
+				}
+				return handler.Ended{}, err
 			}
-			return handler.Ended{}, err
 		}
 		ended, nobase, err := h.run(ctx, a, b, env)
 		if !nobase {
 			return ended, err
 		}
-		// Someone emptied the cache since this run looked: upload again.
-		h.p.forgetBase(b.hash)
+		if try > 0 {
+			// Someone emptied the cache since the upload: upload again.
+			h.p.forgetBase(b.hash)
+		}
 	}
 	return handler.Ended{}, nodeErr(ErrNode, "node %s (%s): the base vanished from ~/.cache/solar/bases twice while the run used it", n.Name, n.Addr())
+}
+
+// session is one attempt's session: what the node said on it.
+type session struct {
+	exit     *handler.Exit // from exit-status or exit-signal
+	closed   bool          // the channel's requests ended: the session is over
+	outputs  int           // output streams that ended (stdout, stderr)
+	stopped  bool
+	finished bool
 }
 
 // run is one session of the wrapper. nobase reports that the base was not
 // in the node's cache after all.
 func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) (ended handler.Ended, nobase bool, err error) {
-	p, cfg := h.p, &h.t.cfg
+	p := h.p
 	if ctx.Err() != nil {
 		return handler.Ended{Stopped: true}, false, nil
 	}
-	c, s, err := p.newSession(ctx)
+	c, ch, reqs, err := p.newChannel(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return handler.Ended{Stopped: true}, false, nil
@@ -103,93 +125,171 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 		return handler.Ended{}, false, err
 	}
 	defer p.release(c)
-	defer s.Close()
+	defer ch.Close()
 
 	nonce := newNonce()
 	tw := newTrailerWriter(a.Stdout, nonce)
 	tw.note = func(what string, waited time.Duration) { note(a, p.node, what, waited) }
 	errTail := &lastBytes{w: a.Stderr}
-	s.Stdout, s.Stderr = tw, errTail
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		return handler.Ended{}, false, p.lostErr(c, err)
-	}
 	if err := handler.PassGate(a.Gate); err != nil {
 		return handler.Ended{}, false, err
 	}
-	if err := s.Start(shellCommand(wrapperScript, "solar-wrapper")); err != nil {
+	ok, err := ch.SendRequest("exec", true, gossh.Marshal(execMsg{Command: wrapperCommand}))
+	if err != nil {
 		return handler.Ended{}, false, p.lostErr(c, err)
 	}
-	grace := a.Grace
-	if grace < 0 {
-		grace = 0
+	if !ok {
+		return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): the server refused to run the wrapper", p.node.Name, p.node.Addr())
 	}
-	hbWait := int(3 * cfg.Keepalive / time.Second)
-	hbWait = max(hbWait, 3)
-	header := fmt.Sprintf("%d %s %s %d %d %d %d %s\n", protocolVersion, nonce, b.hash,
-		int(grace/(100*time.Millisecond)), hbWait, len(env), resultLimit, recordKey(p.node, a.Key))
-	in := newStdinWriter(stdin)
-	in.send(append([]byte(header), env...))
+	msg := make([]byte, 0, 160+len(env))
+	msg = fmt.Appendf(msg, "%d %s %s %s %s %s\n", protocolVersion, nonce, b.hash, c.guard.dir, recordKey(p.node, a.Key), graceWord(a.Grace))
+	msg = append(msg, env...)
+	outs := make(chan struct{}, 2)
+	go func() {
+		// A large environment may wait for the node's window while the
+		// outputs are read.
+		_, _ = ch.Write(msg)
+		_ = ch.CloseWrite()
+		_, _ = io.Copy(errTail, ch.Stderr())
+		outs <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(tw, ch)
+		outs <- struct{}{}
+	}()
 
-	waited := make(chan error, 1)
-	go func() { waited <- s.Wait() }()
-	beat := time.NewTicker(cfg.Keepalive)
-	defer beat.Stop()
-	var (
-		waitErr  error
-		finished bool // Wait returned
-		stopped  bool
-		giveUp   <-chan time.Time
-	)
-	done, complete := ctx.Done(), tw.complete
-	for !finished {
-		select {
-		case waitErr = <-waited:
-			finished = true
-		case <-complete:
-			// The wrapper has said everything; the session closes when the
-			// script's leftover children let go of its output.
-			complete = nil
-			giveUp = time.After(ioGrace)
-		case <-beat.C:
-			in.send([]byte("h\n"))
-		case <-done:
-			done = nil
-			stopped = true
-			in.send([]byte("s\n"))
-			giveUp = time.After(grace + 2*cfg.Keepalive)
-		case <-giveUp:
-			s.Close()
-			waitErr = <-waited
-			finished = true
-		}
-	}
-	in.close()
-
-	t := tw.trailer()
+	ss := h.wait(ctx, c, ch, reqs, outs, nonce, a.Grace)
+	started, nobase := tw.state()
 	switch {
-	case t.nobase:
+	case nobase:
 		return handler.Ended{}, true, nil
-	case t.ok:
-		ended = handler.Ended{Exit: exitOf(t.code), Stopped: stopped, Result: t.result, ResultErr: t.resultErr}
+	case ss.stopped:
+		ended = handler.Ended{Stopped: true, Exit: handler.Exit{Code: -1, Signal: "SIGKILL"}}
+		if ss.exit != nil {
+			ended.Exit = *ss.exit
+		}
 		return ended, false, nil
-	case stopped:
-		return handler.Ended{Stopped: true, Exit: handler.Exit{Code: -1, Signal: "SIGKILL"}}, false, nil
-	}
-	var ee *gossh.ExitError
-	if errors.As(waitErr, &ee) {
-		if code := ee.ExitStatus(); code == exitProtocol || code == exitSetup {
+	case ss.exit == nil:
+		return handler.Ended{}, false, p.lostErr(c, errors.New("the session ended without an exit status"))
+	case !started:
+		// The wrapper ended before the script: say why, and let the guard
+		// forget what it registered.
+		_, _ = c.guard.finish(ctx, nonce)
+		if code := ss.exit.Code; code == exitProtocol || code == exitSetup {
 			return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): %s", p.node.Name, p.node.Addr(), wrapperMessage(errTail.text(), code))
 		}
-		if sig := ee.Signal(); sig != "" {
-			return handler.Ended{Exit: handler.Exit{Code: -1, Signal: handler.SignalName(sig)}}, false, nil
+		return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): the wrapper ended (%s) before the script started: %s", p.node.Name, p.node.Addr(), exitText(*ss.exit), strings.TrimSpace(errTail.text()))
+	}
+	r, err := c.guard.finish(ctx, nonce)
+	if err != nil {
+		if ctx.Err() != nil {
+			return handler.Ended{Stopped: true, Exit: *ss.exit}, false, nil
 		}
-		return handler.Ended{Exit: handler.Exit{Code: ee.ExitStatus()}}, false, nil
+		return handler.Ended{}, false, p.lostErr(c, err)
 	}
-	if waitErr == nil {
-		waitErr = errors.New("the wrapper ended without reporting")
+	return handler.Ended{Exit: *ss.exit, Result: r.result, ResultErr: r.resultErr}, false, nil
+}
+
+func exitText(e handler.Exit) string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
 	}
-	return handler.Ended{}, false, p.lostErr(c, waitErr)
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// execMsg is the payload of an "exec" request (RFC 4254, 6.5).
+type execMsg struct {
+	Command string
+}
+
+// exitSignalMsg is the payload of an "exit-signal" request (RFC 4254, 6.10).
+type exitSignalMsg struct {
+	Signal     string
+	CoreDumped bool
+	Error      string
+	Lang       string
+}
+
+// wait follows one attempt's session until it is over: the exit status is
+// known (or the channel closed) and its output has ended, or ioGrace has
+// passed since the exit; or it was stopped and is gone (or given up on).
+// The output is copied whole before it returns.
+func (h *host) wait(ctx context.Context, c *conn, ch gossh.Channel, reqs <-chan *gossh.Request, outs <-chan struct{}, nonce string, grace time.Duration) session {
+	var (
+		ss     session
+		giveUp <-chan time.Time
+	)
+	done := ctx.Done()
+	for ss.outputs < 2 && !ss.finished {
+		select {
+		case r, ok := <-reqs:
+			if !ok {
+				ss.closed, reqs = true, nil
+				if giveUp == nil {
+					giveUp = time.After(ioGrace)
+				}
+				break
+			}
+			if r.WantReply {
+				_ = r.Reply(false, nil)
+			}
+			if ss.exit == nil {
+				if ss.exit = exitOfRequest(r); ss.exit != nil && giveUp == nil {
+					giveUp = time.After(ioGrace)
+				}
+			}
+		case <-outs:
+			ss.outputs++
+		case <-done:
+			done = nil
+			ss.stopped = true
+			c.guard.stop(nonce)
+			giveUp = time.After(max(grace, 0) + 2*h.t.cfg.Keepalive)
+		case <-giveUp:
+			ss.finished = true
+		}
+	}
+	if ss.outputs < 2 {
+		// Closed here, the channel ends its readers at once.
+		ch.Close()
+		for ss.outputs < 2 {
+			<-outs
+			ss.outputs++
+		}
+	}
+	if ss.exit == nil && !ss.closed && !ss.stopped {
+		// The output ended first; the exit status follows.
+		select {
+		case r, ok := <-reqs:
+			for ok && ss.exit == nil {
+				if ss.exit = exitOfRequest(r); ss.exit == nil {
+					r, ok = <-reqs
+				}
+			}
+		case <-time.After(ioGrace):
+		}
+	}
+	return ss
+}
+
+// exitOfRequest reads an exit-status or exit-signal request; nil for any
+// other.
+func exitOfRequest(r *gossh.Request) *handler.Exit {
+	switch r.Type {
+	case "exit-status":
+		if len(r.Payload) < 4 {
+			return nil
+		}
+		code := int(r.Payload[0])<<24 | int(r.Payload[1])<<16 | int(r.Payload[2])<<8 | int(r.Payload[3])
+		return &handler.Exit{Code: code}
+	case "exit-signal":
+		var m exitSignalMsg
+		if err := gossh.Unmarshal(r.Payload, &m); err != nil {
+			return nil
+		}
+		return &handler.Exit{Code: -1, Signal: handler.SignalName(m.Signal)}
+	}
+	return nil
 }
 
 // recordKey is the KEY of the wrapper's protocol: the name of the record
@@ -223,17 +323,6 @@ func note(a handler.Attempt, n *Node, what string, waited time.Duration) {
 	}
 }
 
-// exitOf turns the wrapper's view of the script's status into an Exit:
-// above 128 is death by signal, as the shell reports it.
-func exitOf(code int) handler.Exit {
-	if code > 128 && code < 128+65 {
-		if name, ok := handler.KnownSignal(syscall.Signal(code - 128)); ok {
-			return handler.Exit{Code: -1, Signal: name}
-		}
-	}
-	return handler.Exit{Code: code}
-}
-
 func wrapperMessage(stderr string, code int) string {
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		if strings.HasPrefix(line, "solar-wrapper: ") {
@@ -247,6 +336,22 @@ func wrapperMessage(stderr string, code int) string {
 		return "the wrapper could not prepare the attempt: " + t
 	}
 	return "the wrapper could not prepare the attempt"
+}
+
+// compact drops a script's comment lines, blank lines and indentation:
+// the wrapper's text travels with every attempt. Only whole lines go; the
+// scripts keep no line whose meaning its indentation carries.
+func compact(script string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(script, "\n") {
+		line = strings.TrimLeft(line, " \t")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // shellCommand is the command of a session: script run by /bin/sh with
@@ -301,7 +406,7 @@ func envFile(a handler.Attempt) ([]byte, error) {
 	}
 	b = append(b, "printf '%s' "...)
 	b = appendQuoted(b, string(a.Inputs))
-	b = append(b, " >\"$d/inputs.json\"\n"...)
+	b = append(b, " >\"$d.inputs.json\"\n"...)
 	return b, nil
 }
 
@@ -342,37 +447,62 @@ func newNonce() string {
 }
 
 // stdinWriter writes to a session's stdin from a goroutine of its own, so
-// that a connection that stopped moving cannot block the attempt.
+// that a connection that stopped moving cannot block its callers. Closing
+// it closes the stdin once what was queued is written.
 type stdinWriter struct {
-	w    io.WriteCloser
-	ch   chan []byte
-	once sync.Once
+	w      io.WriteCloser
+	ch     chan []byte
+	mu     sync.Mutex
+	closed bool
 }
 
 func newStdinWriter(w io.WriteCloser) *stdinWriter {
-	sw := &stdinWriter{w: w, ch: make(chan []byte, 16)}
+	sw := &stdinWriter{w: w, ch: make(chan []byte, 256)}
 	go func() {
 		for b := range sw.ch {
 			if _, err := w.Write(b); err != nil {
 				for range sw.ch {
 				}
-				return
+				break
 			}
 		}
+		w.Close()
 	}()
 	return sw
 }
 
-// send queues b; when the queue is full the heartbeat is dropped, which
+// send queues b; when the queue is full b is dropped: a heartbeat, which
 // the node tolerates for a while.
 func (sw *stdinWriter) send(b []byte) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.closed {
+		return
+	}
 	select {
 	case sw.ch <- b:
 	default:
 	}
 }
 
-func (sw *stdinWriter) close() { sw.once.Do(func() { close(sw.ch) }) }
+// sendWait queues b, waiting for room: a command that must not be lost.
+// The queue drains even when the connection is dead.
+func (sw *stdinWriter) sendWait(b []byte) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.closed {
+		sw.ch <- b
+	}
+}
+
+func (sw *stdinWriter) close() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.closed {
+		sw.closed = true
+		close(sw.ch)
+	}
+}
 
 // lastBytes passes writes on and keeps the last few hundred bytes, where
 // the wrapper's own complaint would be.
@@ -401,91 +531,99 @@ func (l *lastBytes) text() string {
 	return string(l.buf)
 }
 
-// trailerWriter passes the script's output on until the wrapper's marker,
-// RS NONCE " " (RS the record separator, 0x1e), and parses the report
-// after it. Output that may be the start of the marker is held back until
-// the next write tells; starting with a byte text never ends with, the
-// marker holds back nothing of ordinary output, so lines stream as they
-// are written (a marker starting with "\n" held back every line's end):
+// trailerWriter passes the session's output on, watching for the
+// wrapper's lines before the script starts, each behind a marker, RS NONCE
+// " " (RS the record separator, 0x1e), that the script never sees:
 //
-//	nobase\n
-//	exit CODE none\n
-//	exit CODE odd\n
-//	exit CODE result\n CONTENT \n NONCE .\n
+//	note WHAT CENTISECONDS\n   what the wrapper waited for (to note)
+//	nobase\n                   the base is not in the node's cache
+//	start\n                    the script starts: the rest is its output
 //
-// A note, "note WHAT CENTISECONDS\n" after the marker, is no report: it
-// goes to note, and output goes on after it.
+// Output that may be the start of the marker is held back until the next
+// write tells; starting with a byte text never ends with, the marker
+// holds back nothing of ordinary output. Once the script has started,
+// output passes straight through.
 type trailerWriter struct {
-	out      io.Writer
-	note     func(what string, waited time.Duration) // nil drops notes
-	marker   []byte
-	end      []byte
-	mu       sync.Mutex
-	hold     []byte // output that may be the start of the marker
-	found    bool
-	report   []byte
-	complete chan struct{} // closed once the report is whole
-	closed   bool
+	out    io.Writer
+	note   func(what string, waited time.Duration) // nil drops notes
+	marker []byte
+	mu     sync.Mutex
+	hold   []byte // output that may be the start of the marker
+	line   []byte // the wrapper's line after a marker, so far
+	inLine bool
+	// started and nobase are what the wrapper said.
+	started, nobase bool
 }
 
 func newTrailerWriter(out io.Writer, nonce string) *trailerWriter {
 	if out == nil {
 		out = io.Discard
 	}
-	return &trailerWriter{out: out, marker: []byte("\x1e" + nonce + " "), end: []byte("\n" + nonce + ".\n"), complete: make(chan struct{})}
+	return &trailerWriter{out: out, marker: []byte("\x1e" + nonce + " ")}
 }
 
 func (t *trailerWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.started {
+		_, err := t.out.Write(p)
+		return len(p), err
+	}
 	return len(p), t.write(p)
 }
 
 func (t *trailerWriter) write(p []byte) error {
-	if t.found {
-		return t.addReport(p)
-	}
 	data := append(t.hold, p...)
-	if i := bytes.Index(data, t.marker); i >= 0 {
-		if _, err := t.out.Write(data[:i]); err != nil {
+	t.hold = nil
+	for len(data) > 0 {
+		if t.inLine {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				t.line = append(t.line, data...)
+				return nil
+			}
+			t.line = append(t.line, data[:i]...)
+			t.said(string(t.line))
+			t.line, t.inLine, data = nil, false, data[i+1:]
+			if t.started {
+				_, err := t.out.Write(data)
+				return err
+			}
+			continue
+		}
+		if i := bytes.Index(data, t.marker); i >= 0 {
+			if _, err := t.out.Write(data[:i]); err != nil {
+				return err
+			}
+			t.inLine, data = true, data[i+len(t.marker):]
+			continue
+		}
+		keep := 0
+		for k := min(len(data), len(t.marker)-1); k > 0; k-- {
+			if bytes.HasPrefix(t.marker, data[len(data)-k:]) {
+				keep = k
+				break
+			}
+		}
+		if _, err := t.out.Write(data[:len(data)-keep]); err != nil {
 			return err
 		}
-		t.found = true
-		t.hold = nil
-		return t.addReport(data[i+len(t.marker):])
+		t.hold = append([]byte(nil), data[len(data)-keep:]...)
+		return nil
 	}
-	keep := 0
-	for k := min(len(data), len(t.marker)-1); k > 0; k-- {
-		if bytes.HasPrefix(t.marker, data[len(data)-k:]) {
-			keep = k
-			break
-		}
-	}
-	if _, err := t.out.Write(data[:len(data)-keep]); err != nil {
-		return err
-	}
-	t.hold = append([]byte(nil), data[len(data)-keep:]...)
 	return nil
 }
 
-// addReport keeps report bytes, at most what a whole report can be. A
-// note ends at its line's end, and what follows is output again.
-func (t *trailerWriter) addReport(p []byte) error {
-	room := resultLimit + 256 - len(t.report)
-	if room > 0 {
-		t.report = append(t.report, p[:min(len(p), room)]...)
+// said takes one of the wrapper's lines.
+func (t *trailerWriter) said(line string) {
+	switch {
+	case line == "start":
+		t.started = true
+	case line == "nobase":
+		t.nobase = true
+	case strings.HasPrefix(line, "note "):
+		t.tellNote(line)
 	}
-	if line, rest, ok := bytes.Cut(t.report, []byte("\n")); ok && !t.closed && bytes.HasPrefix(line, []byte("note ")) {
-		t.tellNote(string(line))
-		rest = append([]byte(nil), rest...)
-		t.found, t.report = false, nil
-		return t.write(rest)
-	}
-	if !t.closed && t.whole() {
-		t.closed = true
-		close(t.complete)
-	}
-	return nil
 }
 
 // tellNote passes on a note line, "note WHAT CENTISECONDS".
@@ -501,70 +639,14 @@ func (t *trailerWriter) tellNote(line string) {
 	t.note(f[1], time.Duration(centis)*10*time.Millisecond)
 }
 
-func (t *trailerWriter) whole() bool {
-	line, rest, ok := bytes.Cut(t.report, []byte("\n"))
-	if !ok {
-		return false
-	}
-	if !bytes.HasSuffix(line, []byte(" result")) {
-		return true
-	}
-	return bytes.Contains(rest, t.end) || len(t.report) >= resultLimit+256
-}
-
-// report is what the wrapper said after the script.
-type report struct {
-	ok, nobase bool
-	code       int
-	result     []byte
-	resultErr  error
-}
-
-// trailer parses the report; ok is false when there was none.
-func (t *trailerWriter) trailer() report {
+// state returns what the wrapper said, once the session's output has
+// ended; output held back in case it began a marker goes out.
+func (t *trailerWriter) state() (started, nobase bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.found {
-		// The script's last bytes were held back in case they began a
-		// marker that never came.
-		if len(t.hold) > 0 {
-			_, _ = t.out.Write(t.hold)
-			t.hold = nil
-		}
-		return report{}
+	if len(t.hold) > 0 {
+		_, _ = t.out.Write(t.hold)
+		t.hold = nil
 	}
-	line, rest, ok := bytes.Cut(t.report, []byte("\n"))
-	if !ok {
-		return report{}
-	}
-	f := strings.Fields(string(line))
-	if len(f) == 1 && f[0] == "nobase" {
-		return report{nobase: true}
-	}
-	if len(f) != 3 || f[0] != "exit" {
-		return report{}
-	}
-	code, err := strconv.Atoi(f[1])
-	if err != nil {
-		return report{}
-	}
-	r := report{ok: true, code: code}
-	switch f[2] {
-	case "none":
-	case "odd":
-		r.resultErr = errors.New("cannot read the result file: it is not a regular file")
-	case "result":
-		i := bytes.Index(rest, t.end)
-		switch {
-		case i > resultLimit || i < 0 && len(rest) > resultLimit:
-			r.resultErr = fmt.Errorf("cannot read the result file: it is larger than %d bytes", resultLimit)
-		case i < 0:
-			return report{}
-		default:
-			r.result = append([]byte(nil), rest[:i]...)
-		}
-	default:
-		return report{}
-	}
-	return r
+	return t.started, t.nobase
 }

@@ -65,15 +65,30 @@ func (t *Transport) pool(n *Node) *pool {
 	return p
 }
 
-// Close closes every connection. Attempts still running on them fail.
-// A fallback of the Transport's own is settled (handler.Local.Settle).
+// Close closes every connection, once each guard has stopped what is
+// still running there and tidied up (or guardLinger has passed). Attempts
+// still running on them fail. A fallback of the Transport's own is
+// settled (handler.Local.Settle).
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	pools := t.pools
 	t.pools = map[string]*pool{}
 	t.mu.Unlock()
+	var conns []*conn
 	for _, p := range pools {
-		p.closeAll()
+		conns = append(conns, p.takeAll()...)
+	}
+	for _, c := range conns {
+		c.guard.close()
+	}
+	deadline := time.NewTimer(guardLinger)
+	defer deadline.Stop()
+	for _, c := range conns {
+		select {
+		case <-c.guard.done:
+		case <-deadline.C:
+		}
+		c.client.Close()
 	}
 	if t.own != nil {
 		t.own.Settle()
@@ -81,35 +96,30 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// checkTools is Check's first command: it prints "ok" and the name of
-// every command the wrapper and the base setup need that the node's login
-// environment lacks.
-const checkTools = `exec /bin/sh -c 'm=; for c in tar head mkdir mktemp mv chmod rm sleep; do command -v "$c" >/dev/null 2>&1 || m="$m $c"; done; echo "ok$m"'`
+// guardLinger bounds how long Close waits for the guards to end.
+const guardLinger = 3 * time.Second
 
-// Check logs in to n, looks for the commands actions need there, and runs
-// a trivial command. connect is the time until the first command ended
+// Check logs in to n (where the connection's guard looks for the commands
+// actions need) and runs a trivial command twice. connect is the time until the first command ended
 // (dialling, logging in, the first session, which a server prepares more
 // slowly); rtt is the second command's, on the open connection: what each
 // action pays.
 func (t *Transport) Check(ctx context.Context, n *Node) (connect, rtt time.Duration, err error) {
 	start := time.Now()
 	p := t.pool(n)
-	for i, cmd := range []string{checkTools, `exec /bin/sh -c 'echo ok'`} {
+	for i := range 2 {
 		begin := time.Now()
 		c, s, err := p.newSession(ctx)
 		if err != nil {
 			return 0, 0, err
 		}
-		out, err := s.Output(cmd)
+		out, err := s.Output(`exec /bin/sh -c 'echo ok'`)
 		s.Close()
 		p.release(c)
 		if err != nil {
 			return 0, 0, p.lostErr(c, err)
 		}
 		if got := strings.TrimSpace(string(out)); got != "ok" {
-			if missing, ok := strings.CutPrefix(got, "ok "); ok {
-				return 0, 0, nodeErr(ErrNode, "node %s (%s) lacks commands actions need: %s (install coreutils and tar, on the login's PATH)", n.Name, n.Addr(), strings.ReplaceAll(missing, " ", ", "))
-			}
 			return 0, 0, nodeErr(ErrNode, "node %s (%s): a trivial command printed %q", n.Name, n.Addr(), out)
 		}
 		if i == 0 {
@@ -145,7 +155,8 @@ type pool struct {
 type conn struct {
 	raw      net.Conn // the TCP connection under client
 	client   *gossh.Client
-	sessions int // open or opening
+	guard    *guard
+	sessions int // open or opening, the guard's not counted
 	limit    int // lowered when the server refuses a session
 	dead     error
 }
@@ -199,7 +210,7 @@ func (p *pool) acquire(ctx context.Context) (*conn, error) {
 func (p *pool) release(c *conn) {
 	p.mu.Lock()
 	c.sessions--
-	if c.limit < p.t.cfg.MaxSessions {
+	if c.limit < max(p.t.cfg.MaxSessions-1, 1) {
 		// A refusal lowered the limit while the server was still closing a
 		// session; it has had time to finish since.
 		c.limit++
@@ -257,8 +268,19 @@ func (p *pool) connect() (*conn, error) {
 		}
 		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), handshakeReason(err))
 	}
+	client := gossh.NewClient(sc, chans, reqs)
+	// The guard takes one of the server's sessions for the connection's
+	// life; it must be running before any attempt starts.
+	g, err := startGuard(client, max(int(3*cfg.Keepalive/time.Second), 3), cfg.DialTimeout)
+	if err != nil {
+		client.Close()
+		if strings.HasPrefix(err.Error(), "lacks ") {
+			return nil, nodeErr(ErrNode, "node %s (%s) %v", n.Name, n.Addr(), err)
+		}
+		return nil, nodeErr(ErrNode, "node %s (%s): %v", n.Name, n.Addr(), err)
+	}
 	_ = raw.SetDeadline(time.Time{})
-	c := &conn{raw: raw, client: gossh.NewClient(sc, chans, reqs), limit: cfg.MaxSessions}
+	c := &conn{raw: raw, client: client, guard: g, limit: max(cfg.MaxSessions-1, 1)}
 	go p.keepalive(c)
 	return c, nil
 }
@@ -318,6 +340,7 @@ func (p *pool) keepalive(c *conn) {
 			return
 		case <-ticker.C:
 		}
+		c.guard.beat()
 		if why := c.ping(every, closed); why != nil {
 			p.markDead(c, why)
 			c.client.Close()
@@ -412,28 +435,52 @@ func (p *pool) lostErr(c *conn, err error) error {
 	return nodeErr(ErrLost, "node %s (%s): connection lost: %v", p.node.Name, p.node.Addr(), why)
 }
 
-func (p *pool) closeAll() {
+// takeAll takes every connection out of the pool.
+func (p *pool) takeAll() []*conn {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	conns := p.conns
 	p.conns = nil
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.client.Close()
-	}
+	return conns
 }
 
-// newSession opens a session on a connection from the pool. A server that
-// refuses the session (it still counts one that is closing) lowers that
-// connection's limit and the attempt tries again.
+// newSession opens a session on a connection from the pool.
 func (p *pool) newSession(ctx context.Context) (*conn, *gossh.Session, error) {
+	var s *gossh.Session
+	c, err := p.open(ctx, func(c *conn) (err error) {
+		s, err = c.client.NewSession()
+		return err
+	})
+	return c, s, err
+}
+
+// newChannel opens a session channel on a connection from the pool,
+// without the goroutines and buffers of a gossh.Session: an attempt
+// reads its requests and output itself.
+func (p *pool) newChannel(ctx context.Context) (*conn, gossh.Channel, <-chan *gossh.Request, error) {
+	var (
+		ch   gossh.Channel
+		reqs <-chan *gossh.Request
+	)
+	c, err := p.open(ctx, func(c *conn) (err error) {
+		ch, reqs, err = c.client.OpenChannel("session", nil)
+		return err
+	})
+	return c, ch, reqs, err
+}
+
+// open opens a session with do on a connection from the pool. A server
+// that refuses the session (it still counts one that is closing) lowers
+// that connection's limit and the attempt tries again.
+func (p *pool) open(ctx context.Context, do func(*conn) error) (*conn, error) {
 	for try := 0; ; try++ {
 		c, err := p.acquire(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		s, err := c.client.NewSession()
+		err = do(c)
 		if err == nil {
-			return c, s, nil
+			return c, nil
 		}
 		var oce *gossh.OpenChannelError
 		if errors.As(err, &oce) && try < 20 {
@@ -454,6 +501,6 @@ func (p *pool) newSession(ctx context.Context) (*conn, *gossh.Session, error) {
 			c.client.Close()
 			continue
 		}
-		return nil, nil, p.lostErr(c, err)
+		return nil, p.lostErr(c, err)
 	}
 }

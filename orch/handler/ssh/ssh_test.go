@@ -793,7 +793,7 @@ func TestCheckFindsMissingCommands(t *testing.T) {
 		t.Fatalf("Check of a complete node: rtt %v, %v", rtt, err)
 	}
 	_, _, err := tr.Check(context.Background(), node("bare", bare))
-	want := fmt.Sprintf("node bare (%s) lacks commands actions need: tar, head, mkdir, mktemp, mv, chmod, rm, sleep", bare.Addr())
+	want := fmt.Sprintf("node bare (%s) lacks commands actions need: tar, head, mkdir, mktemp, mv, chmod, rm, sleep, ln", bare.Addr())
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("Check: %v, want %q", err, want)
 	}
