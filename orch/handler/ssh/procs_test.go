@@ -249,11 +249,13 @@ func procList(procs []nodeProc) string {
 	return b.String()
 }
 
-// perTaskRounds and perTaskN: the fork counts are the minimum over
-// perTaskRounds rounds of perTaskN attempts each.
+// The fork counts are the minimum over rounds of perTaskN attempts each:
+// at least perTaskRounds, and up to perTaskMaxRounds while the figures
+// miss the target, since noise only ever raises a count.
 const (
-	perTaskRounds = 3
-	perTaskN      = 20
+	perTaskRounds    = 3
+	perTaskMaxRounds = 10
+	perTaskN         = 20
 )
 
 // TestNodeProcessesPerTask: a warm attempt of a trivial script starts at
@@ -264,8 +266,10 @@ const (
 // "processes" counter of /proc/stat over perTaskN sequential attempts.
 // The controller, this Go process, starts none for SSH, but other
 // programs on the machine (other tests, builds) fork meanwhile and only
-// ever add to a count; the smallest of perTaskRounds rounds, taken in
-// turns for solar and the floor, is the one least disturbed.
+// ever add to a count; the smallest of several rounds, taken in turns
+// for solar and the floor, is the one least disturbed. A figure that
+// misses the target earns more rounds (see perTaskMaxRounds) before the
+// test fails, so that a burst of other work cannot fail it alone.
 func TestNodeProcessesPerTask(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{IP: "127.0.0.62"})
 	base := newBase(t, "exit 0\n")
@@ -310,12 +314,15 @@ func TestNodeProcessesPerTask(t *testing.T) {
 	}
 	s.Close()
 	solarMin, floorMin := int64(math.MaxInt64), int64(math.MaxInt64)
-	for range perTaskRounds {
+	var solarPer, floorPer float64
+	rounds := 0
+	for rounds < perTaskRounds || solarPer > floorPer+1.5 && rounds < perTaskMaxRounds {
 		solarMin = min(solarMin, forksDuring(t, solar))
 		floorMin = min(floorMin, forksDuring(t, floor))
+		solarPer, floorPer = float64(solarMin)/perTaskN, float64(floorMin)/perTaskN
+		rounds++
 	}
-	solarPer, floorPer := float64(solarMin)/perTaskN, float64(floorMin)/perTaskN
-	t.Logf("processes per task: solar %.2f, floor %.2f (best of %d rounds of %d)", solarPer, floorPer, perTaskRounds, perTaskN)
+	t.Logf("processes per task: solar %.2f, floor %.2f (best of %d rounds of %d)", solarPer, floorPer, rounds, perTaskN)
 	if solarPer > floorPer+1.5 {
 		t.Errorf("an attempt starts %.2f processes on the node, the floor %.2f: more than 1.5 above it", solarPer, floorPer)
 	}
