@@ -23,7 +23,7 @@ bench-fleet:
 	go test -run='^$$' -bench='^BenchmarkFleet$$' -benchtime=1x -timeout=15m ./orch/
 
 # Remote execution on loopback sshd servers against the x/crypto/ssh floor
-# (issue 32), alone; make bench runs it too. About a minute and a half.
+# (issue 32), alone; make bench runs them too. About two minutes.
 bench-remote:
 	go test -run='^$$' -bench='^BenchmarkRemote(Floor)?$$' -benchtime=3x -timeout=15m ./orch/
 
