@@ -2,7 +2,7 @@
 STATICCHECK_VERSION := v0.8.2
 BIN := bin/solar
 
-.PHONY: build test race bench bench-fleet lint demo clean
+.PHONY: build test race bench bench-fleet bench-remote lint demo clean
 
 build:
 	go build -o $(BIN) ./cmd/solar
@@ -21,6 +21,11 @@ bench: bench-fleet
 # plan, so once (about two minutes).
 bench-fleet:
 	go test -run='^$$' -bench='^BenchmarkFleet$$' -benchtime=1x -timeout=15m ./orch/
+
+# Remote execution on loopback sshd servers against the x/crypto/ssh floor
+# (issue 32), alone; make bench runs them too. About two minutes.
+bench-remote:
+	go test -run='^$$' -bench='^BenchmarkRemote(Floor)?$$' -benchtime=3x -timeout=15m ./orch/
 
 lint:
 	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
