@@ -118,7 +118,7 @@ func (g *guard) startErr(err error) error {
 func (g *guard) read(out *bufio.Reader) {
 	err := g.readReports(out)
 	g.mu.Lock()
-	if err == nil || errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) {
 		err = errors.New("the connection's guard ended")
 	}
 	g.ended = err

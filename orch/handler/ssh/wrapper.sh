@@ -124,7 +124,7 @@ settle() {
 # claim makes the record of this attempt once no earlier attempt of KEY is
 # left on the node. Making it is the atomic step: noclobber opens it with
 # O_EXCL, so of two attempts that find no record one makes it. A record
-# found is settled, then taken away by a rename, which only one attempt
+# found (but one of this connection's own that ended) is settled, then taken away by a rename, which only one attempt
 # can do, and removed; had another attempt put its own record there
 # meanwhile, that one is settled too.
 claim() {
@@ -142,6 +142,20 @@ claim() {
 		fi
 		set +C
 		[ -e "$K" ] || continue
+		# The record of a finished attempt of this connection (its guard
+		# has not tidied it yet) is taken over in place: any other
+		# attempt takes a record away by a rename first, and settles what
+		# it finds in it.
+		st= rest=
+		{ read -r st rg rp rs rest <"$K"; } 2>/dev/null
+		case $st:$rest in
+		done:*" $D/"*)
+			if gone "$rp" "$rs"; then
+				printf "run %s\n" "$me" >"$K"
+				return 0
+			fi
+			;;
+		esac
 		settle "$K" || return 1
 		mv -f -- "$K" "$K.$n" 2>/dev/null || continue
 		x=
