@@ -149,8 +149,16 @@ type Task struct {
 	// task that cannot run), where a goroutine and the wake-ups to hand
 	// its outcome back cost more than the run. (A task that starts when
 	// no other runs or waits to start runs there too, whatever it is:
-	// the scheduler has nothing else to do until it ends.)
+	// the scheduler has nothing else to do until it ends.) An Inline task
+	// never batches.
 	Inline bool
+	// Group names the tasks that may run together, as one batch, by
+	// Walker.RunBatch: tasks of one non-empty Group ready at the same
+	// moment. "" never batches. (solar: base digest, action and node.)
+	Group string
+	// GroupMax bounds a batch's members; 0 is no bound. A batch takes the
+	// smallest GroupMax of its members.
+	GroupMax int
 }
 
 // Limit bounds how many tasks run at once: a task runs only while it
@@ -248,6 +256,10 @@ type Walker struct {
 	// cancelled (hard cancellation), reporting ctx's error if it gave up.
 	// It must not be nil.
 	Run func(ctx context.Context, t *Task) Outcome
+	// RunBatch runs tasks (2 or more, one Group) as one batch and returns
+	// one Outcome per task, in their order. nil never batches: each task
+	// goes to Run.
+	RunBatch func(ctx context.Context, tasks []*Task) []Outcome
 	// Persist records a state change: INPROGRESS before Run is called, and
 	// every final state. It is called from one goroutine at a time. An error
 	// aborts the walk: running tasks are cancelled and waited for, and Walk
