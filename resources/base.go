@@ -303,6 +303,13 @@ type Base struct {
 	Meta        Meta       `json:"meta,omitzero"`
 	Tags        []string   `json:"tags,omitempty"`
 
+	// Batch maps an action to its batch script (meta.yaml batch:), which
+	// runs several tasks of that action on one node at once (batch.go).
+	Batch map[string]string `json:"batch,omitempty"`
+	// BatchMax bounds the members of one batch (meta.yaml batch_max:);
+	// 0 is no bound.
+	BatchMax int `json:"batch_max,omitempty"`
+
 	// content is the base's files as LoadBase read them, until a catalog
 	// stores them (putNew).
 	content *bases.Content
@@ -376,6 +383,10 @@ type metaFile struct {
 		Sema    []string `yaml:"sema"`
 	} `yaml:"meta"`
 	Tags []string `yaml:"tags"`
+
+	// Batch and BatchMax: see Base (batch.go checks them).
+	Batch    map[string]string `yaml:"batch"`
+	BatchMax *int              `yaml:"batch_max"`
 }
 
 type inputFile struct {
@@ -473,6 +484,9 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 	}
 	sort.Strings(b.Check)
+	if err := b.loadBatch(c, mf.Batch, mf.BatchMax, shown); err != nil {
+		return nil, err
+	}
 	for _, name := range mf.Drift.Ignore {
 		if !driftNameRe.MatchString(name) {
 			return nil, fmt.Errorf("%w: %s: drift ignore lists %q: want a name such as an input's ([a-z_][a-z0-9_]*)", ErrBase, shown, name)
