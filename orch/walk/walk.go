@@ -247,7 +247,7 @@ type Outcome struct {
 // stated in the package documentation. A Walker holds no state between
 // walks; one value may run walks one after another.
 type Walker struct {
-	Concurrency int // maximum number of tasks in Run at once; 0 means 10
+	Concurrency int // maximum number of tasks in Run, and batches in RunBatch, at once; 0 means 10
 
 	// Run executes one task and must not modify it. It runs on a
 	// goroutine of its own, or on the scheduler's when the task is
