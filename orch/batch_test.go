@@ -171,4 +171,3 @@ func readText(t *testing.T, name string) string {
 	}
 	return string(b)
 }
-
