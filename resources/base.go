@@ -2,6 +2,7 @@ package resources
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -484,16 +485,13 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 	}
 	sort.Strings(b.Check)
-	if err := b.loadBatch(c, mf.Batch, mf.BatchMax, shown); err != nil {
-		return nil, err
-	}
 	for _, name := range mf.Drift.Ignore {
 		if !driftNameRe.MatchString(name) {
 			return nil, fmt.Errorf("%w: %s: drift ignore lists %q: want a name such as an input's ([a-z_][a-z0-9_]*)", ErrBase, shown, name)
 		}
 		b.DriftIgnore = append(b.DriftIgnore, name)
 	}
-	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
+	if err := cmp.Or(b.loadBatch(c, mf.Batch, mf.BatchMax, shown), b.loadInputs(&mf.Inputs, shown)); err != nil {
 		return nil, err
 	}
 	b.reindex()
