@@ -32,6 +32,11 @@ type AttemptRecord struct {
 	// "" for a run outside a fleet.
 	Runner     string    `json:"runner,omitempty"`
 	Start, End time.Time `json:"-"`
+	// Batch names the batch the attempt ran in (batch.go), and
+	// BatchMembers its members' resources, this one's included; "" and
+	// nil for an attempt that ran alone.
+	Batch        string   `json:"batch,omitempty"`
+	BatchMembers []string `json:"batch_members,omitempty"`
 }
 
 // attemptEndJSON is the stored form of an AttemptRecord.
@@ -42,10 +47,14 @@ type attemptEndJSON struct {
 	Runner string    `json:"runner,omitempty"`
 	Start  time.Time `json:"start,omitzero"`
 	End    time.Time `json:"end,omitzero"`
+
+	Batch        string   `json:"batch,omitempty"`
+	BatchMembers []string `json:"batch_members,omitempty"`
 }
 
 func encodeAttemptEnd(a AttemptRecord) ([]byte, error) {
-	return json.Marshal(attemptEndJSON{Actor: a.Actor, Host: a.Host, Run: a.Run, Runner: a.Runner, Start: a.Start, End: a.End})
+	return json.Marshal(attemptEndJSON{Actor: a.Actor, Host: a.Host, Run: a.Run, Runner: a.Runner, Start: a.Start, End: a.End,
+		Batch: a.Batch, BatchMembers: a.BatchMembers})
 }
 
 func decodeAttemptEnd(key string, n int, raw []byte) (AttemptRecord, error) {
@@ -58,6 +67,7 @@ func decodeAttemptEnd(key string, n int, raw []byte) (AttemptRecord, error) {
 		return rec, store.Damagedf("attempt record %s: %v", key, err)
 	}
 	rec.Actor, rec.Host, rec.Run, rec.Runner, rec.Start, rec.End = j.Actor, j.Host, j.Run, j.Runner, j.Start, j.End
+	rec.Batch, rec.BatchMembers = j.Batch, j.BatchMembers
 	return rec, nil
 }
 

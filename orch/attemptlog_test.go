@@ -2,6 +2,7 @@ package orch
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestAttemptRecords(t *testing.T) {
 		if got := numbers(LastRun(a)); !slices.Equal(got, []int{1000, 1001}) {
 			t.Errorf("LastRun = %v, want [1000 1001]", got)
 		}
-		if b := recs["b.run#0"]; len(b) != 1 || b[0] != (AttemptRecord{Number: 1}) {
+		if b := recs["b.run#0"]; len(b) != 1 || !reflect.DeepEqual(b[0], AttemptRecord{Number: 1}) {
 			t.Errorf("b's attempts = %+v, want one bare attempt 1", b)
 		}
 		one, err := TaskAttemptRecords(tx, uid, "b.run#0")

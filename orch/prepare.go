@@ -53,6 +53,9 @@ func walkTasks(rec *Record, infos map[string]*taskInfo, perNode int) ([]walk.Tas
 		}
 		tasks = append(tasks, walk.Task{ID: n.ID, Limits: limits[first:len(limits):len(limits)], Weight: n.Weight, Reactive: !n.Staged, In: in[n.ID], Earlier: earlierOf(n),
 			Inline: info.noop || info.problem != ""})
+		if info.batch != nil && info.problem == "" {
+			tasks[len(tasks)-1].Group, tasks[len(tasks)-1].GroupMax = info.batch.key, info.batch.max
+		}
 	}
 	if bad != nil {
 		return nil, bad
@@ -91,6 +94,7 @@ func (r *Runner) prepare(tx *store.Tx, rec *Record) (map[string]*taskInfo, error
 	if err := r.wireTransports(resources.NewCatalog(tx), rec, out, shell, ansible); err != nil {
 		return nil, err
 	}
+	p.batches.splitByHandler(rec, out)
 	shareReactEdges(rec, out)
 	return out, nil
 }
@@ -103,6 +107,7 @@ type preparer struct {
 	defs    inputDefsCache
 	pins    map[string]*Pin // by task id; nil for a plan made before pins
 	bases   *runBases
+	batches batchGroups
 }
 
 // tasks prepares every task of rec (task) and returns them by id.
@@ -170,6 +175,9 @@ func (p *preparer) task(cat *resources.Catalog, info *taskInfo) (string, error) 
 	}
 	info.checks = base.Checks(n.Action)
 	info.script = script
+	if bs, ok := base.BatchScript(n.Action); ok && !info.noop {
+		info.batch = p.batches.of(ref.Digest, n.Action, in.loc, bs, base.BatchMax)
+	}
 	info.setMeta(res.EffectiveMeta())
 	info.inputDefs = p.defs.of(base)
 	if info.pin != nil {

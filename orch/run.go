@@ -120,6 +120,9 @@ type taskInfo struct {
 	// digest of its record then; nil for noop tasks (see keepResource).
 	res    *resources.Resource
 	resSum uint64
+	// batch is the group of tasks the task may run in a batch with
+	// (batch.go); nil for a task that always runs alone.
+	batch *batchGroup
 }
 
 // Run runs the plan until every task is finished, stop is closed (soft:
@@ -317,7 +320,7 @@ func (ex *execution) walk(ctx context.Context, start *planStart) (map[string]Sta
 	if err != nil { // a bad sema entry fails the run where the walker refused it before
 		return nil, err
 	}
-	w := &walk.Walker{Concurrency: r.Concurrency, Run: ex.att.run, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
+	w := &walk.Walker{Concurrency: r.Concurrency, Run: ex.att.run, RunBatch: ex.att.runBatch, Persist: ex.led.persist, PersistBatch: ex.led.persistBatch,
 		Begin: ex.led.begin, Sync: ex.led.syncLast, Progress: r.Progress, Now: r.Now}
 	return w.Walk(ctx, tasks, start.initial, ex.ctl.stopped)
 }

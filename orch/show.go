@@ -35,6 +35,9 @@ type ShowTask struct {
 	// After and Before are the tasks this one runs after and before (its
 	// edges' other ends), sorted.
 	After, Before []string
+	// BatchGroup names the tasks this one may run in one batch with
+	// (batch.go: showBatchGroups); "" when it always runs alone.
+	BatchGroup string
 }
 
 // Show summarises the plan ref names ("last", "last~N" or a uid), as
@@ -60,8 +63,9 @@ func Show(tx *store.Tx, ref string) (*ShowSummary, error) {
 	after, before := neighbours(rec.Plan)
 	nodes := Ordered(rec.Plan)
 	s := &ShowSummary{Record: rec, Pinned: pins != nil, Tasks: make([]ShowTask, 0, len(nodes)), Stale: stale}
+	groups := showBatchGroups(tx, rec, pins)
 	for _, n := range nodes {
-		t := ShowTask{Node: n, Status: states[n.ID].Status, Diff: diffs[n.ID], After: after[n.ID], Before: before[n.ID]}
+		t := ShowTask{Node: n, Status: states[n.ID].Status, Diff: diffs[n.ID], After: after[n.ID], Before: before[n.ID], BatchGroup: groups[n.ID]}
 		if pins != nil {
 			var diff []staging.Change
 			t.Planned, diff = planned(pins[n.ID], nodeSens)

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -303,6 +304,13 @@ type Base struct {
 	Meta        Meta       `json:"meta,omitzero"`
 	Tags        []string   `json:"tags,omitempty"`
 
+	// Batch maps an action to its batch script (meta.yaml batch:), which
+	// runs several tasks of that action on one node at once (batch.go).
+	Batch map[string]string `json:"batch,omitempty"`
+	// BatchMax bounds the members of one batch (meta.yaml batch_max:);
+	// 0 is no bound.
+	BatchMax int `json:"batch_max,omitempty"`
+
 	// content is the base's files as LoadBase read them, until a catalog
 	// stores them (putNew).
 	content *bases.Content
@@ -376,6 +384,10 @@ type metaFile struct {
 		Sema    []string `yaml:"sema"`
 	} `yaml:"meta"`
 	Tags []string `yaml:"tags"`
+
+	// Batch and BatchMax: see Base (batch.go checks them).
+	Batch    map[string]string `yaml:"batch"`
+	BatchMax *int              `yaml:"batch_max"`
 }
 
 type inputFile struct {
@@ -479,7 +491,7 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 		b.DriftIgnore = append(b.DriftIgnore, name)
 	}
-	if err := b.loadInputs(&mf.Inputs, shown); err != nil {
+	if err := cmp.Or(b.loadBatch(c, mf.Batch, mf.BatchMax, shown), b.loadInputs(&mf.Inputs, shown)); err != nil {
 		return nil, err
 	}
 	b.reindex()

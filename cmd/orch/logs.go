@@ -197,12 +197,17 @@ type attemptView struct {
 	Runner string `json:"runner"`
 	Start  string `json:"start"`
 	End    string `json:"end"`
+	// Batch names the batch the attempt ran in and BatchMembers its
+	// members' resources; "" and [] for an attempt that ran alone.
+	Batch        string   `json:"batch"`
+	BatchMembers []string `json:"batch_members"`
 }
 
 func attemptViews(recs []orch.AttemptRecord) []attemptView {
 	out := make([]attemptView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, attemptView{Number: r.Number, Actor: r.Actor, Host: r.Host, Run: r.Run, Runner: r.Runner, Start: stamp(r.Start), End: stamp(r.End)})
+		out = append(out, attemptView{Number: r.Number, Actor: r.Actor, Host: r.Host, Run: r.Run, Runner: r.Runner, Start: stamp(r.Start), End: stamp(r.End),
+			Batch: r.Batch, BatchMembers: nonNil(r.BatchMembers)})
 	}
 	return out
 }

@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet), whether a task is corrective (it ran because solar drift --stage staged it; a \"change\" column in plans with such a task only; --json: \"corrective\" of each task) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet), whether a task is corrective (it ran because solar drift --stage staged it; a \"change\" column in plans with such a task only; --json: \"corrective\" of each task), the batch each attempt ran in (a \"batch\" column, \"b-ID of N\", in plans where some task ran in a batch; --json: \"batch\" and \"batch_members\" of each attempt record) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -132,6 +132,8 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	// Only a plan with a task that repairs drift has a change column, as
 	// Puppet separates corrective from intentional changes.
 	corrective := hasCorrective(v.Tasks)
+	// Only a plan some of whose tasks ran in a batch has a batch column.
+	batched := ranInBatch(v.Tasks)
 	rows := make([][]string, 0, len(v.Tasks))
 	for _, t := range v.Tasks {
 		dur := ""
@@ -154,6 +156,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		if corrective {
 			row = append(row[:len(row)-1], changeCell(t.Corrective), note)
 		}
+		if batched {
+			row = append(row[:len(row)-1], batchCell(t.AttemptRecords), note)
+		}
 		rows = append(rows, row)
 	}
 	header := []string{"task", "status", "duration", "attempts", "error or reason"}
@@ -166,6 +171,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 	}
 	if corrective {
 		header = append(header[:len(header)-1], "change", "error or reason")
+	}
+	if batched {
+		header = append(header[:len(header)-1], "batch", "error or reason")
 	}
 	if err := app.Table(w, header, rows); err != nil {
 		return err
@@ -209,6 +217,33 @@ func ranInFleet(tasks []reportTask) bool {
 		}
 	}
 	return false
+}
+
+// ranInBatch reports whether an attempt of tasks ran in a batch.
+func ranInBatch(tasks []reportTask) bool {
+	for _, t := range tasks {
+		for _, r := range t.AttemptRecords {
+			if r.Batch != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// batchCell is the batch column: the batch of each attempt of the task's
+// last run, in order, with its size ("b-1a2b3c4d of 8"); "-" for an
+// attempt that ran alone (a retry after its batch).
+func batchCell(recs []attemptView) string {
+	cells := make([]string, 0, len(recs))
+	for _, r := range recs {
+		if r.Batch == "" {
+			cells = append(cells, "-")
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("%s of %d", r.Batch, len(r.BatchMembers)))
+	}
+	return strings.Join(cells, ", ")
 }
 
 // hasCorrective reports whether any of tasks ran because of drift.

@@ -1,7 +1,9 @@
 package orch
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,13 +38,16 @@ task of the plan sends is shown "(known after TASK runs)".
 
 A stale plan (one run-once would refuse: a task not yet finished whose
 resource changed since the plan was made) says so at the top, naming each
-stale task and why.
+stale task and why. A task that may run in one batch with others (its base
+has a batch script for its action, docs/bases.md) shows its batch group:
+tasks of one group ready at the same moment run together.
 
 --values adds, per task, its base (name, version, digest) and every input
 value it will run with, and the transport inputs of its node. --json is the
 whole reviewed artifact: per task its base, planned inputs (sensitive ones
 masked), sensitive input names, values known only later, node, why it is
-there, the tasks it runs after and before, and its diff; "stale" lists the
+there, the tasks it runs after and before, its batch group ("batch_group",
+"" for none) and its diff; "stale" lists the
 stale tasks. A plan made before values were pinned has "pinned": false and
 shows its staged entries' diffs as they are now.` + "\n" + app.ExitHelp,
 		Example: `  solar orch show last
@@ -88,6 +93,9 @@ type taskView struct {
 	Why    string   `json:"why"`
 	After  []string `json:"after"`
 	Before []string `json:"before"`
+	// BatchGroup names the tasks this one may run in one batch with
+	// (those of one base digest, action and node); "" when it runs alone.
+	BatchGroup string `json:"batch_group"`
 }
 
 type baseView struct {
@@ -142,11 +150,7 @@ func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
 	w := opts.App.IO.Out
 	printStale(w, v.UID, sum.Stale)
 	fmt.Fprintf(w, "plan %s (created %s, selection: %s)\n\n", v.UID, v.CreatedAt, selection(v.Selection))
-	rows := make([][]string, 0, len(v.Tasks))
-	for _, t := range v.Tasks {
-		rows = append(rows, []string{t.ID, app.Paint(t.Status, opts.App.ColorOut()), fmt.Sprint(t.Weight), t.Why})
-	}
-	if err := app.Table(w, []string{"task", "status", "weight", "why"}, rows); err != nil {
+	if err := printTasks(opts, v); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -194,6 +198,25 @@ func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	return nil
+}
+
+// printTasks prints the task table of a plan; a batch column only when
+// some task may run in a batch.
+func printTasks(opts *ShowOptions, v planView) error {
+	batched := slices.ContainsFunc(v.Tasks, func(t taskView) bool { return t.BatchGroup != "" })
+	rows := make([][]string, 0, len(v.Tasks))
+	for _, t := range v.Tasks {
+		row := []string{t.ID, app.Paint(t.Status, opts.App.ColorOut()), fmt.Sprint(t.Weight), t.Why}
+		if batched {
+			row = append(row[:3], cmp.Or(t.BatchGroup, "-"), t.Why)
+		}
+		rows = append(rows, row)
+	}
+	header := []string{"task", "status", "weight", "why"}
+	if batched {
+		header = []string{"task", "status", "weight", "batch group", "why"}
+	}
+	return app.Table(opts.App.IO.Out, header, rows)
 }
 
 func selection(s []string) string {

@@ -39,7 +39,7 @@ func newTaskView(t orch.ShowTask) taskView {
 		Status: string(t.Status), Staged: n.Staged, StagedKey: n.StagedKey, TriggeredBy: nonNil(n.TriggeredBy), Weight: n.Weight,
 		DiffSource: t.Diff.Source, Diff: app.DiffView(t.Diff.Diff),
 		Inputs: map[string]any{}, Sensitive: []string{}, Later: map[string]string{}, Node: map[string]any{},
-		Why: why, After: nonNil(t.After), Before: nonNil(t.Before)}
+		Why: why, After: nonNil(t.After), Before: nonNil(t.Before), BatchGroup: t.BatchGroup}
 	p := t.Planned
 	if p == nil {
 		return tv

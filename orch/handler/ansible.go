@@ -73,6 +73,9 @@ func (h *Ansible) Run(ctx context.Context, req Request) (Result, error) {
 	if err := checkRequest(req); err != nil {
 		return Result{}, err
 	}
+	if req.Members != nil {
+		return Result{}, fmt.Errorf("%w: task %s: an ansible action cannot run as a batch", ErrBadRequest, req.Task)
+	}
 	if ctx.Err() != nil {
 		return Result{}, canceled(ctx)
 	}

@@ -20,7 +20,7 @@ const inputPrefix = "SOLAR_INPUT_"
 // executor's environment (solar run from inside an action) would describe
 // some other action, so it is dropped, as are inherited SOLAR_INPUT_*.
 var protocolVars = [...]string{
-	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT", "SOLAR_INPUTS_OMITTED", attemptVar, checkVar, "SOLAR_ATTEMPT", "SOLAR_FENCE",
+	"SOLAR_RESOURCE", "SOLAR_ACTION", "SOLAR_TASK", "SOLAR_LOCATION", "SOLAR_INPUTS", "SOLAR_RESULT", "SOLAR_INPUTS_OMITTED", attemptVar, checkVar, "SOLAR_ATTEMPT", "SOLAR_FENCE", batchVar,
 }
 
 // EnvName returns the environment variable that carries input name:

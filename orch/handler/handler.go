@@ -46,6 +46,11 @@ type Request struct {
 	// greater).
 	Attempt int
 	Fence   int64
+	// Members, when set, makes the attempt a batch (batch.go): Script is
+	// the base's batch script, run once for every member; Inputs and
+	// Sensitive are unused (each member has its own), and Result.Members
+	// holds what the result file says of each.
+	Members []Member
 }
 
 // Result is what an attempt reported.
@@ -67,6 +72,10 @@ type Result struct {
 	// timestamped lines with every secret masked, capped (see logHead);
 	// filled in on failure too.
 	Log []Line
+	// Members are a batch's results by member resource, as its result file
+	// gave them, errors masked (Request.Members); nil when it gave none
+	// that can be used, and for an attempt that is not a batch.
+	Members map[string]MemberResult
 }
 
 // Handler runs one attempt of an action. A non-nil error means the attempt

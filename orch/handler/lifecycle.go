@@ -38,6 +38,9 @@ type outcome struct {
 	// failure is the failure the program reported itself, worded for the
 	// operator and not yet masked (an Ansible task's); "" when none.
 	failure string
+	// members are a batch's results (batch.go); nil for an attempt that is
+	// not one, or whose result file said nothing usable.
+	members map[string]MemberResult
 	// err says why the result cannot be used (ErrBadResult); it never
 	// quotes the result.
 	err error
@@ -70,7 +73,11 @@ func runAttempt(ctx context.Context, req Request, j job) (Result, error) {
 
 	out := j.read(ended)
 	m := secrets(req, out.outputs)
+	if req.Members != nil {
+		m = batchSecrets(req.Members, out.members)
+	}
 	res := Result{Stdout: stdout.text(m), Stderr: stderr.text(m), Log: log.lines(m.apply)}
+	res.Members = out.usableMembers(ended, hostErr, m)
 	if err := classify(ctx, req, ended, hostErr, out, j.program, res.Stderr, m); err != nil {
 		return res, err
 	}

@@ -97,6 +97,9 @@ func (l *Local) execScript(ctx context.Context, a Attempt) (Ended, error) {
 	g := Procs{Boot: bootID(), Token: newToken(), Start: bootTicks()}
 	env := localEnv(a.Env, len(a.Env)+3)
 	env = append(env, "SOLAR_INPUTS="+inputsPath, "SOLAR_RESULT="+resultPath, attemptVar+"="+g.Token)
+	if a.Batch {
+		env = append(env, batchVar+"="+inputsPath)
+	}
 	ended, err := l.launch(ctx, a, files, g, program{
 		argv:   scriptArgv(a.BaseDir, a.Script),
 		noExec: []string{interpreter, a.Script},

@@ -45,6 +45,9 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx.Err() != nil {
 		return Result{}, canceled(ctx)
 	}
+	if req.Members != nil {
+		return s.runBatch(ctx, req)
+	}
 	// Everything a request can get wrong is found before anything is
 	// made on the host.
 	env, err := scriptEnv(req)
@@ -130,6 +133,9 @@ func checkRequest(req Request) error {
 // secrets builds the masker of an attempt from its sensitive inputs and
 // the outputs named like one.
 func secrets(req Request, outputs map[string]any) *masker {
+	if req.Members != nil {
+		return batchSecrets(req.Members, nil)
+	}
 	m := &masker{}
 	for name, secret := range req.Sensitive {
 		if !secret {

@@ -82,6 +82,10 @@ type Attempt struct {
 	// that the handler prepares files for (ansible-playbook). Only Local
 	// runs one; a remote host refuses the attempt. Inputs is then unused.
 	Program *Program
+	// Batch says that Inputs is a batch's document (Request.Members): the
+	// host also names its file in SOLAR_BATCH. Only a BatchHost is given
+	// one.
+	Batch bool
 }
 
 // ErrGate wraps the error of an attempt's Gate: the script did not start.

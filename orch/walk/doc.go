@@ -56,6 +56,38 @@
 // head-of-line blocking). When a limit frees a unit, the heaviest task
 // parked on it is reconsidered.
 //
+// # Batches
+//
+// Tasks that share a non-empty Task.Group may run together, as one batch,
+// through one call of Walker.RunBatch (nil: never). When the scheduler
+// starts a task of a group, it takes with it the other tasks of that
+// group that are waiting to start at that moment, ready or parked on a
+// limit, heaviest first, up to the smallest GroupMax of the members (0:
+// no bound). A task joins only if each of its limits is one the batch
+// holds already or has a free unit; one that cannot (its resource is busy)
+// stays out and waits as usual. A group of one task, or an Inline task,
+// never batches. The contract:
+//
+//   - Order is never changed. Only tasks ready at the same moment batch,
+//     and a task with a path to another is never ready with it, so tasks
+//     ordered by an edge are never in one batch.
+//   - Limits: a batch holds the union of its members' limits, one unit of
+//     each distinct limit (kind and name), taken all at once or not at
+//     all, so batches keep the no-deadlock rule of limits. It counts as one
+//     task against Concurrency.
+//   - Each member begins as any task: Persist (or Begin) records it
+//     INPROGRESS, and a member Begin ends SKIPPED or NOOP drops out. A
+//     batch left with one member runs it through Run as a plain task.
+//   - RunBatch is called once, on a goroutine of its own, with the members
+//     heaviest first, and returns one Outcome per member in that order.
+//     Each Outcome is completed as that task's own: its final state, the
+//     truth table of its successors, its place in group commit, exactly as
+//     if it had run alone.
+//   - Failures: a panic in RunBatch fails every member (ErrTaskPanicked),
+//     and so does a result of the wrong length, with an error saying so.
+//   - Stop and cancel: a batch is one running unit. A soft stop lets it
+//     finish; cancelling Walk's ctx cancels RunBatch's.
+//
 // # Durability
 //
 // Persist records every state change: INPROGRESS before Run is called

@@ -149,8 +149,16 @@ type Task struct {
 	// task that cannot run), where a goroutine and the wake-ups to hand
 	// its outcome back cost more than the run. (A task that starts when
 	// no other runs or waits to start runs there too, whatever it is:
-	// the scheduler has nothing else to do until it ends.)
+	// the scheduler has nothing else to do until it ends.) An Inline task
+	// never batches.
 	Inline bool
+	// Group names the tasks that may run together, as one batch, by
+	// Walker.RunBatch: tasks of one non-empty Group ready at the same
+	// moment. "" never batches. (solar: base digest, action and node.)
+	Group string
+	// GroupMax bounds a batch's members; 0 is no bound. A batch takes the
+	// smallest GroupMax of its members.
+	GroupMax int
 }
 
 // Limit bounds how many tasks run at once: a task runs only while it
@@ -239,7 +247,7 @@ type Outcome struct {
 // stated in the package documentation. A Walker holds no state between
 // walks; one value may run walks one after another.
 type Walker struct {
-	Concurrency int // maximum number of tasks in Run at once; 0 means 10
+	Concurrency int // maximum number of tasks in Run, and batches in RunBatch, at once; 0 means 10
 
 	// Run executes one task and must not modify it. It runs on a
 	// goroutine of its own, or on the scheduler's when the task is
@@ -248,6 +256,10 @@ type Walker struct {
 	// cancelled (hard cancellation), reporting ctx's error if it gave up.
 	// It must not be nil.
 	Run func(ctx context.Context, t *Task) Outcome
+	// RunBatch runs tasks (2 or more, one Group) as one batch and returns
+	// one Outcome per task, in their order. nil never batches: each task
+	// goes to Run.
+	RunBatch func(ctx context.Context, tasks []*Task) []Outcome
 	// Persist records a state change: INPROGRESS before Run is called, and
 	// every final state. It is called from one goroutine at a time. An error
 	// aborts the walk: running tasks are cancelled and waited for, and Walk
@@ -344,6 +356,14 @@ type walk struct {
 	decide  []int32   // tasks whose predecessors have all finished, not yet decided
 	ready   rankHeap  // tasks decided to run, not yet started
 
+	// Batching (batch.go), all nil unless RunBatch is set and a Group
+	// holds two tasks or more.
+	groupOf  []int32    // per task: its group's index, -1 if it never batches
+	groups   []rankHeap // per group: its tasks decided to run, some stale (gather)
+	taken    []bool     // per task: taken for a batch; its entries in ready and parked heaps are stale
+	limStamp []uint32   // per limit: the batch being formed holds it when equal to stamp
+	stamp    uint32
+
 	left     int // tasks not finished
 	running  int
 	stopping bool
@@ -355,10 +375,12 @@ type walk struct {
 	yielded time.Time // when the scheduler last yielded (yield)
 }
 
-// ran is a finished Run, reported back to the scheduler.
+// ran is a finished Run, reported back to the scheduler, or a finished
+// RunBatch: then b holds its members and their outcomes.
 type ran struct {
 	rank    int32
 	outcome Outcome
+	b       *batch
 }
 
 // limit is the walk's state of one Limit: at most capacity tasks hold it
@@ -432,6 +454,7 @@ func newWalk(w *Walker, tasks []Task, initial map[string]State) (*walk, error) {
 	if err := wk.buildLimits(); err != nil {
 		return nil, err
 	}
+	wk.buildGroups()
 	wk.restore(initial)
 	return wk, nil
 }
@@ -733,6 +756,9 @@ func (wk *walk) decideTask(k int32) {
 		return
 	}
 	wk.ready.push(k)
+	if wk.groupOf != nil {
+		wk.queueGroup(k)
+	}
 }
 
 // fires reports whether an edge from task p with predicate on triggers its
@@ -758,6 +784,9 @@ func (wk *walk) fires(p int32, on Trigger) bool {
 func (wk *walk) startReady() {
 	for wk.running < wk.concurrency && len(wk.ready) > 0 {
 		k := wk.ready.pop()
+		if wk.isTaken(k) {
+			continue
+		}
 		lims := wk.limOf[wk.limOff[k]:wk.limOff[k+1]]
 		if l := wk.refusing(lims); l >= 0 {
 			wk.limits[l].parked.push(k)
@@ -765,9 +794,15 @@ func (wk *walk) startReady() {
 			// still has a free unit; hand that wake-up on, or the tasks
 			// parked there would wait for a release that already happened.
 			for _, l := range lims {
-				if lim := &wk.limits[l]; lim.used < lim.capacity && len(lim.parked) > 0 {
-					wk.ready.push(lim.parked.pop())
+				if lim := &wk.limits[l]; lim.used < lim.capacity {
+					wk.wake(lim)
 				}
+			}
+			continue
+		}
+		if wk.groupOf != nil && wk.groupOf[k] >= 0 {
+			if !wk.startGroup(k) {
+				return
 			}
 			continue
 		}
@@ -799,7 +834,7 @@ func (wk *walk) refusing(lims []int32) int32 {
 func (wk *walk) launch(k int32) {
 	t, run, ctx, done := wk.tasks[k], wk.w.Run, wk.runCtx, wk.done
 	if t.Inline {
-		wk.inline = append(wk.inline, ran{k, runTask(ctx, run, t)})
+		wk.inline = append(wk.inline, ran{rank: k, outcome: runTask(ctx, run, t)})
 		return
 	}
 	if wk.w.Sync != nil && (len(t.In) > 0 || len(t.Earlier) > 0) {
@@ -811,12 +846,12 @@ func (wk *walk) launch(k int32) {
 		// here spares a goroutine and the two wake-ups that hand its
 		// outcome back, which on a chain are most of what solar spends
 		// besides the script. A stop still reaches it through ctx.
-		wk.inline = append(wk.inline, ran{k, runTask(ctx, run, t)})
+		wk.inline = append(wk.inline, ran{rank: k, outcome: runTask(ctx, run, t)})
 		wk.yield()
 		return
 	}
 	go func() {
-		done <- ran{k, runTask(ctx, run, t)}
+		done <- ran{rank: k, outcome: runTask(ctx, run, t)}
 	}()
 }
 
@@ -876,25 +911,36 @@ func (wk *walk) completeMany(batch []ran) {
 			more = false
 		}
 	}
-	ids := make([]string, len(batch))
-	states := make([]State, len(batch))
+	ids := make([]string, 0, len(batch))
+	states := make([]State, 0, len(batch))
+	ranks := make([]int32, 0, len(batch))
 	now := wk.now()
-	for i, r := range batch {
-		wk.release(r.rank)
-		st := FinalState(wk.states[r.rank], r.outcome)
+	end := func(k int32, o Outcome) {
+		st := FinalState(wk.states[k], o)
 		st.End = now
-		wk.states[r.rank] = st
-		ids[i], states[i] = wk.tasks[r.rank].ID, st
+		wk.states[k] = st
+		ids, states, ranks = append(ids, wk.tasks[k].ID), append(states, st), append(ranks, k)
+	}
+	for _, r := range batch {
+		if r.b == nil {
+			wk.release(r.rank)
+			end(r.rank, r.outcome)
+			continue
+		}
+		wk.releaseBatch(r.b)
+		for i, m := range r.b.members {
+			end(m, r.b.outs[i])
+		}
 	}
 	if err := wk.w.PersistBatch(ids, states); err != nil {
 		wk.err = fmt.Errorf("persist the final states of %s: %w", strings.Join(ids, ", "), err)
 		return
 	}
-	for i, r := range batch {
+	for i, k := range ranks {
 		if wk.w.Progress != nil {
 			wk.w.Progress(ids[i], states[i])
 		}
-		wk.markFinished(r.rank)
+		wk.markFinished(k)
 	}
 }
 
@@ -904,9 +950,7 @@ func (wk *walk) release(k int32) {
 	for _, l := range wk.limOf[wk.limOff[k]:wk.limOff[k+1]] {
 		lim := &wk.limits[l]
 		lim.used--
-		if len(lim.parked) > 0 {
-			wk.ready.push(lim.parked.pop())
-		}
+		wk.wake(lim)
 	}
 }
 
@@ -923,6 +967,10 @@ func (wk *walk) markFinished(k int32) {
 
 // complete returns a finished task's limits and records its final state.
 func (wk *walk) complete(r ran) {
+	if r.b != nil {
+		wk.completeBatch(r.b)
+		return
+	}
 	wk.release(r.rank)
 	wk.finish(r.rank, FinalState(wk.states[r.rank], r.outcome))
 }
@@ -1000,11 +1048,15 @@ func (wk *walk) halt() {
 	wk.stopping = true
 	stopped := State{Status: StatusSkipped, Reason: ReasonStopped}
 	for len(wk.ready) > 0 && wk.err == nil {
-		wk.finish(wk.ready.pop(), stopped)
+		if k := wk.ready.pop(); !wk.isTaken(k) {
+			wk.finish(k, stopped)
+		}
 	}
 	for l := range wk.limits {
 		for len(wk.limits[l].parked) > 0 && wk.err == nil {
-			wk.finish(wk.limits[l].parked.pop(), stopped)
+			if k := wk.limits[l].parked.pop(); !wk.isTaken(k) {
+				wk.finish(k, stopped)
+			}
 		}
 	}
 }
@@ -1013,17 +1065,12 @@ func (wk *walk) halt() {
 // their outcomes in memory only: Persist has already failed.
 func (wk *walk) waitRunning() {
 	for _, r := range wk.inline {
-		st := FinalState(wk.states[r.rank], r.outcome)
-		st.End = wk.now()
-		wk.states[r.rank] = st
+		wk.endInMemory(r)
 		wk.running--
 	}
 	wk.inline = nil
 	for ; wk.running > 0; wk.running-- {
-		r := <-wk.done
-		st := FinalState(wk.states[r.rank], r.outcome)
-		st.End = wk.now()
-		wk.states[r.rank] = st
+		wk.endInMemory(<-wk.done)
 	}
 }
 
