@@ -64,6 +64,10 @@ type host struct {
 // Close does nothing: connections live as long as the Transport.
 func (h *host) Close() error { return nil }
 
+// Batches reports true: a node runs batch scripts (handler.BatchHost),
+// their document in the attempt's inputs file.
+func (h *host) Batches() bool { return true }
+
 // Exec runs one attempt on the node: one session runs the wrapper, which
 // becomes the script. The base is taken to be in the node's cache; when
 // the wrapper finds it is not, it goes there and the attempt runs again.
@@ -407,6 +411,10 @@ func envFile(a handler.Attempt) ([]byte, error) {
 	b = append(b, "printf '%s' "...)
 	b = appendQuoted(b, string(a.Inputs))
 	b = append(b, " >\"$d.inputs.json\"\n"...)
+	if a.Batch {
+		// A batch's document is its inputs file (handler.BatchHost).
+		b = append(b, "export SOLAR_BATCH=\"$d.inputs.json\"\n"...)
+	}
 	return b, nil
 }
 
