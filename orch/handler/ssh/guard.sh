@@ -167,13 +167,14 @@ if [ -z "$D" ]; then
 fi
 cd "$D" || exit 98
 
-# stopone NONCE stops attempt NONCE once: SIGTERM to its group, then,
+# stopone NONCE [force] stops attempt NONCE once (force: even if a stop
+# of it is under way, which die may have to outlive): SIGTERM to its group, then,
 # once its first process is gone or its grace has passed, its files go
 # (they hold secrets), a note in K.end says when the group was killed (see
 # gone), and SIGKILL. An attempt whose registration is empty has ended.
 stopone() {
 	set -C
-	if ! { : >"$1.stopping"; } 2>/dev/null; then
+	if ! { : >"$1.stopping"; } 2>/dev/null && [ "$2" != force ]; then
 		set +C
 		return 0
 	fi
@@ -262,8 +263,11 @@ tidy() {
 	[ -z "$rs" ] || rm -rf -- $rs
 }
 
-# die stops every attempt still registered, tidies, removes DIR and ends
-# the guard, once, whoever calls it first.
+# die stops every attempt still registered, and waits for the stops
+# under way (sw, the reader's), tidies, removes DIR and ends the guard,
+# once, whoever calls it first: the reader at the end of its stdin, or
+# the timer (as "timer"), which then ends the reader too.
+sw=
 die() {
 	set -C
 	if ! { : >dead; } 2>/dev/null; then
@@ -274,35 +278,47 @@ die() {
 	w=
 	for f in *.pid; do
 		if [ -s "$f" ]; then
-			stopone "${f%.pid}" &
+			stopone "${f%.pid}" force &
 			w="$w $!"
 		fi
 	done
-	[ -z "$w" ] || wait $w
+	[ -z "$w$sw" ] || wait $w $sw 2>/dev/null
 	tidy
 	cd / && rm -rf -- "$D"
-	trap "" TERM
-	kill -s TERM 0
+	if [ "$1" = timer ]; then
+		kill -s TERM $$ 2>/dev/null
+	else
+		kill -s TERM "$tp" 2>/dev/null
+	fi
 	exit 0
 }
 
 # The timer: no heartbeat for HBWAIT seconds ends the guard, as its end
-# of stdin would.
+# of stdin would. Its sleep goes with it when the reader ends it.
 echo h >beat
 (
-	while sleep "$hb"; do
+	z=
+	trap "kill \$z 2>/dev/null; exit 0" TERM
+	while :; do
+		sleep "$hb" &
+		z=$!
+		wait "$z" || exit 0
 		[ -e dead ] && exit 0
-		[ -s beat ] || die
+		[ -s beat ] || die timer
 		: >beat
 	done
 ) &
+tp=$!
 echo "ready $D"
 while IFS=" " read -r x a; do
 	case $a in *[!0-9a-f]*) break ;; esac
 	case $x:$a in
 	h:) echo h >beat ;;
 	e:?*) fin "$a" ;;
-	s:?*) stopone "$a" & ;;
+	s:?*)
+		stopone "$a" &
+		sw="$sw $!"
+		;;
 	*) break ;;
 	esac
 done
