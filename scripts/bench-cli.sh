@@ -19,8 +19,11 @@
 # run-once and the loops are timed: every run-once works on a fresh copy of
 # the made store, copied before its clock starts. Runs alternate (solar
 # wide, loop wide, solar chain, loop chain) ROUNDS times; the best of each is
-# kept and the ratios are of the bests, solar over loop. The progress lines
-# go to a file (PROGRESS=tty sends them to the terminal, if stderr is one).
+# kept and the ratios are of the bests, solar over loop. The CPU time of
+# each (user and system, the scripts' included) is shown too: on a machine
+# others load, it varies less than the wall time, and with every core busy
+# the wall ratio follows it. The progress lines go to a file (PROGRESS=tty
+# sends them to the terminal, if stderr is one).
 #
 # Settings (environment): N=1000, ROUNDS=3, WAYS=10, BASE=a base directory
 # (default orch/testdata/benchbase; testdata/resources/file is
@@ -43,6 +46,14 @@ unset SOLAR_DB SOLAR_LOCK_WAIT
 
 # now prints the time in nanoseconds (GNU date).
 now() { date +%s%N; }
+
+# cpu prints the CPU time (user and system, in ms) of this shell and the
+# children it has waited for: a run's CPU is the difference around it.
+# times runs in this shell, not in a subshell of a pipe, to see them.
+cpu() {
+	times >"$work/cpu"
+	awk '{ for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60000 + p[2] * 1000 } } END { printf "%.0f", t }' "$work/cpu"
+}
 
 if [ -n "${SOLAR:-}" ]; then
 	solar=$SOLAR
@@ -84,12 +95,14 @@ make_store() {
 	"$solar" --db "$work/$1/solar.db" ch process >/dev/null 2>&1
 }
 
-# run_solar SHAPE prints the nanoseconds of one run-once on a fresh copy.
+# run_solar SHAPE prints the nanoseconds and the CPU milliseconds (solar's
+# and its scripts') of one run-once on a fresh copy.
 run_solar() {
 	rm -rf "$work/run" "$work/out-$1"
 	cp -R "$work/$1" "$work/run"
 	mkdir -p "$work/out-$1"
 	sync
+	cpu >"$work/c0"
 	if [ "${PROGRESS:-}" = tty ]; then
 		t0=$(now)
 		"$solar" --db "$work/run/solar.db" orch run-once last --concurrency "$ways" >/dev/null
@@ -99,18 +112,19 @@ run_solar() {
 		"$solar" --db "$work/run/solar.db" orch run-once last --concurrency "$ways" >/dev/null 2>"$work/progress"
 		t1=$(now)
 	fi
+	cpu >"$work/c1"
 	# The benchbase logs every run: check that all ran.
-	if [ -f "$base/../benchbase/actions/run.sh" ]; then
+	if [ "$base" = "$root/orch/testdata/benchbase" ]; then
 		got=$(wc -l <"$work/out-$1/runs.log")
 		[ "$got" -eq "$n" ] || {
 			echo "bench-cli: run-once of $1 ran $got scripts, want $n" >&2
 			exit 1
 		}
 	fi
-	echo $((t1 - t0))
+	echo $((t1 - t0)) $(($(cat "$work/c1") - $(cat "$work/c0")))
 }
 
-# loop_part FIRST LAST OUT runs the script for resources rFIRST..rLAST, one
+# loop_part FIRST LAST runs the script for resources rFIRST..rLAST, one
 # after the other, as solar runs a task's script.
 loop_part() {
 	i=$1
@@ -120,7 +134,8 @@ loop_part() {
 	done
 }
 
-# run_loop SHAPE prints the nanoseconds of the loop of that shape.
+# run_loop SHAPE prints the nanoseconds and the CPU milliseconds of the
+# loop of that shape.
 run_loop() {
 	rm -rf "$work/out-$1" "$work/loop"
 	mkdir -p "$work/out-$1" "$work/loop"
@@ -128,6 +143,7 @@ run_loop() {
 	cd "$base"
 	export SOLAR_INPUT_DIR="$work/out-$1" SOLAR_INPUT_PATH=app.conf SOLAR_INPUT_MODE=0644
 	export SOLAR_INPUT_CONTENT='listen 8080'
+	cpu >"$work/c0"
 	t0=$(now)
 	if [ "$1" = chain ]; then
 		SOLAR_RESULT=$work/loop/result.json loop_part 1 "$n"
@@ -140,35 +156,37 @@ run_loop() {
 		wait
 	fi
 	t1=$(now)
+	cpu >"$work/c1"
 	unset SOLAR_INPUT_DIR SOLAR_INPUT_PATH SOLAR_INPUT_MODE SOLAR_INPUT_CONTENT
 	cd "$root"
-	echo $((t1 - t0))
+	echo $((t1 - t0)) $(($(cat "$work/c1") - $(cat "$work/c0")))
 }
-
-ms() { echo "$1" | awk '{ printf "%.0f", $1 / 1e6 }'; }
 
 for s in $shapes; do
 	make_store "$s"
 done
 echo "solar: $solar; base: $base; n=$n, ways=$ways, rounds=$rounds"
-for s in $shapes; do
-	eval "best_solar_$s= best_loop_$s="
-done
+# Each line of $work/times: shape, round, then the wall ns and CPU ms of
+# solar, then of the loop.
+show_round() {
+	awk '{ printf "%s round %d: solar %.0f ms (CPU %d ms), loop %.0f ms (CPU %d ms): %.2fx wall, %.2fx CPU\n",
+		$1, $2, $3 / 1e6, $4, $5 / 1e6, $6, $3 / $5, $4 / $6 }'
+}
 r=1
 while [ "$r" -le "$rounds" ]; do
 	for s in $shapes; do
 		a=$(run_solar "$s")
 		b=$(run_loop "$s")
-		printf '%s round %d: solar %s ms, loop %s ms, %s\n' "$s" "$r" "$(ms "$a")" "$(ms "$b")" \
-			"$(echo "$a $b" | awk '{ printf "%.2fx", $1 / $2 }')"
-		eval "bs=\$best_solar_$s bl=\$best_loop_$s"
-		if [ -z "$bs" ] || [ "$a" -lt "$bs" ]; then eval "best_solar_$s=$a"; fi
-		if [ -z "$bl" ] || [ "$b" -lt "$bl" ]; then eval "best_loop_$s=$b"; fi
+		echo "$s $r $a $b" | tee -a "$work/times" | show_round
 	done
 	r=$((r + 1))
 done
-for s in $shapes; do
-	eval "bs=\$best_solar_$s bl=\$best_loop_$s"
-	printf '%s: best solar %s ms, best loop %s ms: %s\n' "$s" "$(ms "$bs")" "$(ms "$bl")" \
-		"$(echo "$bs $bl" | awk '{ printf "%.2fx", $1 / $2 }')"
-done
+[ "$rounds" -gt 0 ] || exit 0
+awk '
+{ if (!($1 in bs) || $3 < bs[$1]) bs[$1] = $3
+  if (!($1 in bl) || $5 < bl[$1]) bl[$1] = $5
+  if (!($1 in cs) || $4 < cs[$1]) cs[$1] = $4
+  if (!($1 in cl) || $6 < cl[$1]) cl[$1] = $6
+  if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+END { for (i = 1; i <= k; i++) { s = order[i]
+  printf "%s: best solar %.0f ms, best loop %.0f ms: %.2fx (CPU %d ms against %d ms: %.2fx)\n", s, bs[s] / 1e6, bl[s] / 1e6, bs[s] / bl[s], cs[s], cl[s], cs[s] / cl[s] } }' "$work/times"
