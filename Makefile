@@ -2,7 +2,7 @@
 STATICCHECK_VERSION := v0.8.2
 BIN := bin/solar
 
-.PHONY: build test race bench bench-fleet bench-remote lint demo clean
+.PHONY: build test race bench bench-fleet bench-remote bench-cli lint demo clean
 
 build:
 	go build -o $(BIN) ./cmd/solar
@@ -26,6 +26,12 @@ bench-fleet:
 # (issue 32), alone; make bench runs them too. About two minutes.
 bench-remote:
 	go test -run='^$$' -bench='^BenchmarkRemote(Floor)?$$' -benchtime=3x -timeout=15m ./orch/
+
+# run-once from the command line against plain sh loops of the same script
+# (issue 32): 1,000 independent tasks at --concurrency 10 against a 10-way
+# loop, and a chain of 1,000 against a sequential loop; see the script.
+bench-cli:
+	sh scripts/bench-cli.sh
 
 lint:
 	test -z "$$(gofmt -l .)" || (gofmt -l . && false)

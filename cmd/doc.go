@@ -6,5 +6,7 @@
 // check what a command line parses into, the run function with buffers to
 // check what it prints. Run functions render: what they show is computed
 // by a domain package, in one store transaction. Main is the only entry
-// point and the only place an error becomes an exit status.
+// point and the only place an error becomes an exit status. For measuring
+// solar itself, Main writes a CPU profile of the command to the file
+// $SOLAR_CPUPROFILE names (not in the help; docs/performance.md).
 package cmd

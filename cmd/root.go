@@ -31,6 +31,7 @@ var Version = "dev"
 
 // Main runs solar with args and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	defer startProfile(getenv, stderr)()
 	a := app.New(stdin, stdout, stderr, getenv)
 	root := NewRoot(a)
 	root.SetArgs(args)
