@@ -30,10 +30,10 @@ var (
 	//go:embed setup.sh
 	setupScript string
 
-	// The commands of the sessions, made once: each attempt's session
-	// sends its text.
-	wrapperCommand = shellCommand(compact(commonScript+wrapperScript), "solar-wrapper")
-	guardCommand   = shellCommand(compact(commonScript+guardScript), "solar-guard")
+	// The payloads of the sessions' exec requests, made once: each
+	// attempt's session sends the wrapper's text.
+	wrapperExec = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+wrapperScript), "solar-wrapper")})
+	guardExec   = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+guardScript), "solar-guard")})
 )
 
 // protocolVersion is the first word the wrapper and the guard read; bump
@@ -138,7 +138,7 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	if err := handler.PassGate(a.Gate); err != nil {
 		return handler.Ended{}, false, err
 	}
-	ok, err := ch.SendRequest("exec", true, gossh.Marshal(execMsg{Command: wrapperCommand}))
+	ok, err := ch.SendRequest("exec", true, wrapperExec)
 	if err != nil {
 		return handler.Ended{}, false, p.lostErr(c, err)
 	}
@@ -154,11 +154,11 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 		// outputs are read.
 		_, _ = ch.Write(msg)
 		_ = ch.CloseWrite()
-		_, _ = io.Copy(errTail, ch.Stderr())
+		copyPooled(errTail, ch.Stderr())
 		outs <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(tw, ch)
+		copyPooled(tw, ch)
 		outs <- struct{}{}
 	}()
 
@@ -199,6 +199,16 @@ func exitText(e handler.Exit) string {
 		return "killed by " + e.Signal
 	}
 	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// copyBufs holds the buffers attempts copy their output through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyPooled copies r to w through a pooled buffer.
+func copyPooled(w io.Writer, r io.Reader) {
+	b := copyBufs.Get().(*[]byte)
+	_, _ = io.CopyBuffer(w, r, *b)
+	copyBufs.Put(b)
 }
 
 // execMsg is the payload of an "exec" request (RFC 4254, 6.5).

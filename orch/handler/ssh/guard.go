@@ -23,7 +23,7 @@ import (
 // falls silent; and once an attempt's session has ended it reports the
 // attempt's result file and tidies up after it.
 type guard struct {
-	s    *gossh.Session
+	ch   gossh.Channel
 	in   *stdinWriter
 	dir  string // the guard's private directory on the node
 	tail *lastBytes
@@ -32,6 +32,7 @@ type guard struct {
 	waiting map[string]chan guardReport // by nonce: attempts waiting for fin
 	ended   error                       // why the guard's output ended
 	done    chan struct{}               // closed when it has
+	exited  chan struct{}               // closed when its session has ended
 }
 
 // guardReport is what the guard said of one ended attempt's result file.
@@ -44,29 +45,32 @@ type guardReport struct {
 // has swept the node and made its private directory. hbWait is how long,
 // in seconds, it lets the controller be silent.
 func startGuard(client *gossh.Client, hbWait int, timeout time.Duration) (*guard, error) {
-	s, err := client.NewSession()
+	ch, reqs, err := client.OpenChannel("session", nil)
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{s: s, tail: &lastBytes{}, waiting: map[string]chan guardReport{}, done: make(chan struct{})}
-	s.Stderr = g.tail
-	stdin, err := s.StdinPipe()
+	g := &guard{ch: ch, tail: &lastBytes{}, waiting: map[string]chan guardReport{}, done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		// The guard's requests: its exit status, which nothing needs.
+		for r := range reqs {
+			if r.WantReply {
+				_ = r.Reply(false, nil)
+			}
+		}
+		close(g.exited)
+	}()
+	go func() { _, _ = io.Copy(g.tail, ch.Stderr()) }()
+	ok, err := ch.SendRequest("exec", true, guardExec)
+	if err == nil && !ok {
+		err = errors.New("the server refused to run the guard")
+	}
 	if err != nil {
-		s.Close()
+		ch.Close()
 		return nil, err
 	}
-	stdout, err := s.StdoutPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.Start(guardCommand); err != nil {
-		s.Close()
-		return nil, err
-	}
-	g.in = newStdinWriter(stdin)
+	g.in = newStdinWriter(channelStdin{ch})
 	g.in.send([]byte(fmt.Sprintf("%d %s %d\n", protocolVersion, newNonce(), hbWait)))
-	out := bufio.NewReaderSize(stdout, 64<<10)
+	out := bufio.NewReaderSize(ch, 64<<10)
 	ready := make(chan error, 1)
 	go func() {
 		line, err := out.ReadString('\n')
@@ -85,16 +89,25 @@ func startGuard(client *gossh.Client, hbWait int, timeout time.Duration) (*guard
 		err = fmt.Errorf("the guard did not start within %s", timeout)
 	}
 	if err != nil {
-		s.Close()
+		ch.Close()
 		return nil, err
 	}
 	return g, nil
 }
 
+// channelStdin is a channel's stdin: closing it sends EOF.
+type channelStdin struct{ ch gossh.Channel }
+
+func (c channelStdin) Write(p []byte) (int, error) { return c.ch.Write(p) }
+func (c channelStdin) Close() error                { return c.ch.CloseWrite() }
+
 // startErr says why the guard did not become ready: its own complaint, or
 // its exit.
 func (g *guard) startErr(err error) error {
-	werr := g.s.Wait()
+	select {
+	case <-g.exited:
+	case <-time.After(time.Second):
+	}
 	for _, line := range strings.Split(strings.TrimSpace(g.tail.text()), "\n") {
 		if msg, ok := strings.CutPrefix(line, "solar-guard: "); ok {
 			return errors.New(msg)
@@ -102,9 +115,6 @@ func (g *guard) startErr(err error) error {
 	}
 	if t := strings.TrimSpace(g.tail.text()); t != "" {
 		return fmt.Errorf("the guard failed: %s", t)
-	}
-	if werr != nil {
-		return fmt.Errorf("the guard failed: %v", werr)
 	}
 	if err == nil {
 		err = errors.New("it said nothing")
