@@ -61,6 +61,8 @@ type reportTask struct {
 	// Corrective is true for a task that ran because of drift (its entry
 	// was staged by solar drift --stage), false for an intentional change.
 	Corrective bool `json:"corrective"`
+	// Waiting is what a running task waits for ("rate api"); "" if none.
+	Waiting string `json:"waiting"`
 }
 
 type reportView struct {
@@ -112,7 +114,7 @@ func newReportView(sum *orch.ReportSummary) reportView {
 		st := t.State
 		v.Tasks = append(v.Tasks, reportTask{ID: t.ID, Status: string(st.Status), DurationMS: millis(t.Duration), Attempts: st.Attempts, Changed: st.Changed,
 			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted,
-			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts), Corrective: t.Corrective})
+			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts), Corrective: t.Corrective, Waiting: t.Waiting})
 	}
 	return v
 }
@@ -141,6 +143,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		note := t.Reason
 		if t.Error != "" {
 			note = clip(oneLine(t.Error), 120)
+		}
+		if t.Waiting != "" {
+			note = "waiting for " + app.Escape(t.Waiting)
 		}
 		att := attemptsCell(t.Attempts, t.AttemptNumbers)
 		status := app.Paint(t.Status, a.ColorOut())

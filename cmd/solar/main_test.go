@@ -145,6 +145,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"snapstore":  cmdSnapstore,
 			"cmpstore":   cmdCmpstore,
 			"unpin":      cmdUnpin,
+			"starts":     cmdStarts,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {

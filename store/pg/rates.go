@@ -56,3 +56,25 @@ func (l *Locks) reserve(ctx context.Context, name string, every time.Duration, b
 	}
 	return time.Duration(us) * time.Microsecond, nil
 }
+
+var _ kv.Rates = (*Store)(nil)
+
+// Reserve takes n starts of the rate called name (kv.Rates) on a
+// connection of the store's pool, for a process without a lock session
+// (the fleet's runners): one statement in READ COMMITTED, whatever the
+// site's default isolation, as the lock session's.
+func (s *Store) Reserve(ctx context.Context, name string, every time.Duration, burst, n int) (time.Duration, error) {
+	conn, err := s.acquire(ctx, "rate "+name)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	var us int64
+	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, s.locks.sql.reserve, name, (time.Duration(n) * every).Microseconds(), (time.Duration(burst) * every).Microseconds()).Scan(&us)
+	})
+	if err != nil {
+		return 0, s.fail("rate "+name, err)
+	}
+	return time.Duration(us) * time.Microsecond, nil
+}
