@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/solarops/solar/resources"
@@ -152,4 +154,46 @@ func RateWaits(tx *store.Tx, uid string) (map[string]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// PlanRate is a rate the tasks of a plan take from, as orch show lists
+// it: a named rate, or a resource's own limit ("limit of RESOURCE"), with
+// the numbers the plan's run uses (the strictest its tasks give) and the
+// tasks that take from it, in the order of Ordered.
+type PlanRate struct {
+	Name  string
+	Rate  resources.Rate
+	Tasks []string
+}
+
+// PlanRates lists the rates the tasks of rec take from, by name, from
+// their resources' metaparameters now (which a run uses: they are not
+// pinned). A task whose resource is gone takes none.
+func PlanRates(tx *store.Tx, rec *Record) ([]PlanRate, error) {
+	cat := resources.NewCatalog(tx)
+	byKey := map[string]*PlanRate{}
+	for _, n := range Ordered(rec.Plan) {
+		res, err := cat.Get(n.Resource)
+		if err != nil {
+			continue
+		}
+		info := &taskInfo{node: &n}
+		info.setRates(res.EffectiveMeta())
+		for _, r := range info.rates {
+			pr := byKey[r.key]
+			if pr == nil {
+				pr = &PlanRate{Name: r.name, Rate: r.rate}
+				byKey[r.key] = pr
+			} else if r.rate.Stricter(pr.Rate) {
+				pr.Rate = r.rate
+			}
+			pr.Tasks = append(pr.Tasks, n.ID)
+		}
+	}
+	out := make([]PlanRate, 0, len(byKey))
+	for _, pr := range byKey {
+		out = append(out, *pr)
+	}
+	slices.SortFunc(out, func(a, b PlanRate) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

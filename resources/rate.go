@@ -35,7 +35,7 @@ func (r Rate) Stricter(o Rate) bool {
 // String renders the rate as it is written: "10/s", with ":BURST" when
 // the burst is not 1 ("10/s:5"), after "NAME:" for a named rate.
 func (r Rate) String() string {
-	s := strconv.Itoa(r.Count) + "/" + unitName(r.Unit)
+	s := r.PerUnit()
 	if r.Burst != 1 {
 		s += ":" + strconv.Itoa(r.Burst)
 	}
@@ -44,6 +44,9 @@ func (r Rate) String() string {
 	}
 	return s
 }
+
+// PerUnit renders the rate's count and unit alone: "10/s".
+func (r Rate) PerUnit() string { return strconv.Itoa(r.Count) + "/" + unitName(r.Unit) }
 
 var (
 	rateRe  = regexp.MustCompile(`^([A-Za-z0-9_.-]+):([0-9]+)/([smh])(?::([0-9]+))?$`)

@@ -117,6 +117,8 @@ type planView struct {
 	// Pinned is false for a plan made before tasks were pinned: its tasks
 	// have no base, inputs or node, and their diffs are the staged log's.
 	Pinned bool `json:"pinned"`
+	// Rates are the rates the tasks take from (showrates.go).
+	Rates []rateView `json:"rates"`
 }
 
 func showRun(opts *ShowOptions) error {
@@ -176,6 +178,7 @@ func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
 	if changed {
 		fmt.Fprintln(w)
 	}
+	printRates(w, v.Rates)
 	if opts.Values {
 		printValues(w, sum)
 	}

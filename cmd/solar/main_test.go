@@ -146,6 +146,7 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"cmpstore":   cmdCmpstore,
 			"unpin":      cmdUnpin,
 			"starts":     cmdStarts,
+			"overlap":    cmdOverlap,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {
