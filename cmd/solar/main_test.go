@@ -56,6 +56,7 @@ var postgresScripts = []string{
 	"drift_pg",
 	"resource_action",
 	"orch_noop",
+	"orch_rates_shared", "fleet_rates",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
