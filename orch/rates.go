@@ -141,14 +141,18 @@ func (a *attemptRunner) waitRate(ctx context.Context, id string, r taskRate, wai
 }
 
 // rateWaitKey names the record of task's wait for a rate, in plan uid.
-func rateWaitKey(uid, task string) string { return "ratewait/" + uid + "/" + task }
+func rateWaitKey(uid, task string) string { return rateWaitPrefix(uid) + task }
+
+// rateWaitPrefix is the prefix of the records of plan uid's waits.
+func rateWaitPrefix(uid string) string { return "ratewait/" + uid + "/" }
 
 // RateWaits returns what the tasks of plan uid wait for now, by task:
 // "rate api", or "limit of RESOURCE". Only a live runner's waits are
-// current: a dead one's are left behind.
+// current: a dead one's are left behind until the plan's next run claims
+// it.
 func RateWaits(tx *store.Tx, uid string) (map[string]string, error) {
 	out := map[string]string{}
-	prefix := "ratewait/" + uid + "/"
+	prefix := rateWaitPrefix(uid)
 	err := tx.ForEach(store.Plans, prefix, func(k string, v []byte) error {
 		out[k[len(prefix):]] = string(v)
 		return nil

@@ -207,6 +207,10 @@ func (r *Runner) claimPlan(sdb *sharedDB, token string, locked bool) (*planStart
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
 			return err
 		}
+		// What a dead runner's tasks waited for (rates.go) waits no more.
+		if err := tx.DeletePrefix(store.Plans, rateWaitPrefix(r.UID)); err != nil {
+			return err
+		}
 		return r.loadPlan(tx, start)
 	})
 	return start, err
