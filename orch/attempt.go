@@ -10,6 +10,7 @@ import (
 	"github.com/solarops/solar/orch/handler"
 	"github.com/solarops/solar/orch/walk"
 	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/store/kv"
 )
 
 // attemptRunner runs tasks (Walker.Run): a task's attempts, with its
@@ -42,6 +43,11 @@ type attemptRunner struct {
 	// runner names the fleet's runner in its attempts' records ("" outside
 	// a fleet).
 	runner string
+	// rates are the store's shared rates (rates.go), nil where it has
+	// none; stopped is closed when the run is stopped, which ends a wait
+	// for one.
+	rates   kv.Rates
+	stopped <-chan struct{}
 }
 
 // limits are the limits task t is under besides its resource, whose lock
@@ -85,6 +91,11 @@ func (a *attemptRunner) runTries(ctx context.Context, t *walk.Task, retry, base 
 			case <-ctx.Done():
 				return walk.Outcome{Err: ctx.Err(), Attempts: attempts}
 			case <-time.After(info.delay):
+			}
+		}
+		if len(info.rates) > 0 {
+			if err := a.takeRates(ctx, t.ID, info, 1); err != nil {
+				return walk.Outcome{Err: err, Attempts: max(attempts, 1)}
 			}
 		}
 		attempts++

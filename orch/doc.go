@@ -9,8 +9,8 @@
 // run feeds every task exactly its pin (values, sensitivity, node values,
 // base by digest) plus the outputs earlier tasks of the plan sent to the
 // inputs it comes from; a plan made before pins runs with the catalog's
-// values. Metaparameters are not pinned: retry, delay, timeout and sema
-// are the resource's current ones. Commands read plans back through
+// values. Metaparameters are not pinned: retry, delay, timeout, sema and
+// the rates (rate, limit, burst: rates.go) are the resource's current ones. Commands read plans back through
 // summaries computed in one transaction each (Report, Show, Graph, Logs:
 // they show the values each task was pinned to, showplan.go, and mark a
 // stale plan, stalemark.go), edit them while they run (edit.go,

@@ -451,6 +451,7 @@ func loadFleetPlan(db *store.DB, uid string, f *FleetRunner) (*fleetPlan, error)
 	led.actor, led.host = fp.r.Actor, fp.r.runHost()
 	fp.led = led
 	fp.att = &attemptRunner{r: fp.r, uid: uid, infos: fp.infos, led: led, locks: noLimits{}, runID: newToken()[:8], runner: f.Name}
+	fp.att.rates, _ = db.Rates()
 	return fp, nil
 }
 

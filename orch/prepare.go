@@ -124,6 +124,7 @@ func (p *preparer) tasks(rec *Record) (map[string]*taskInfo, error) {
 			return nil, err
 		}
 	}
+	unifyRates(out)
 	return out, nil
 }
 
@@ -283,6 +284,7 @@ func (ti *taskInfo) setMeta(m resources.Meta) {
 		ti.timeout = time.Duration(*m.Timeout)
 	}
 	ti.semaList = m.Sema
+	ti.setRates(m)
 }
 
 // shareReactEdges gives every task of rec, out by id, a copy of the plan's

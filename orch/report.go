@@ -52,6 +52,9 @@ type ReportTask struct {
 	// Corrective is true for a task that ran because of drift: its staged
 	// entry came from drift --stage (Pin.Corrective), not from a change.
 	Corrective bool
+	// Waiting is what a running task waits for before its next attempt
+	// starts ("rate api", rates.go); "" when it waits for nothing.
+	Waiting string
 }
 
 // reportStatuses are the statuses a report counts, each with an entry in
@@ -85,12 +88,21 @@ func Report(tx *store.Tx, ref string) (*ReportSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	waits := map[string]string{}
+	if s.Running {
+		if waits, err = RateWaits(tx, rec.UID); err != nil {
+			return nil, err
+		}
+	}
 	var first, last time.Time
 	for _, n := range Ordered(rec.Plan) {
 		st := states[n.ID]
 		t := ReportTask{ID: n.ID, State: st, Predicted: preds[n.ID].What, Attempts: lastAttempts(st, recs[n.ID]), Corrective: pins[n.ID] != nil && pins[n.ID].Corrective}
 		if !st.Start.IsZero() && !st.End.IsZero() {
 			t.Duration = st.End.Sub(st.Start)
+		}
+		if st.Status == StatusInProgress {
+			t.Waiting = waits[n.ID]
 		}
 		if st.Status == StatusError {
 			if t.Logged, err = printed(tx, rec.UID, n.ID); err != nil {

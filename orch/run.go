@@ -12,6 +12,7 @@ import (
 	"github.com/solarops/solar/planner"
 	"github.com/solarops/solar/resources"
 	"github.com/solarops/solar/store"
+	"github.com/solarops/solar/store/kv"
 )
 
 // ErrRunning means another live process is running the plan.
@@ -107,6 +108,7 @@ type taskInfo struct {
 	inputDefs map[string]*resources.InputDef
 	location  string
 	semaList  []string
+	rates     []taskRate // the rates its attempts take from (rates.go)
 	// inputs are the task's pinned inputs, or (in a plan made before pins)
 	// its resource's effective inputs when the run started; the ledger
 	// adds the outputs the run sends (ledger.inputs). nil for a noop task.
@@ -168,6 +170,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}) (*Record, map[st
 	resLocks := newResLocker(locks)
 	defer resLocks.close()
 	ex := r.newExecution(sdb, start, stop, kill, resLocks)
+	ex.att.rates, _ = locks.(kv.Rates)
+	ex.att.stopped = ex.ctl.stopped
 	watching := make(chan struct{})
 	defer close(watching)
 	go ex.watchLease(locks, watching)
@@ -204,6 +208,10 @@ func (r *Runner) claimPlan(sdb *sharedDB, token string, locked bool) (*planStart
 			return err
 		}
 		if err := tx.Delete(store.Plans, stopKey(r.UID)); err != nil {
+			return err
+		}
+		// What a dead runner's tasks waited for (rates.go) waits no more.
+		if err := tx.DeletePrefix(store.Plans, rateWaitPrefix(r.UID)); err != nil {
 			return err
 		}
 		return r.loadPlan(tx, start)

@@ -19,6 +19,8 @@ type ShowSummary struct {
 	// Stale lists the unfinished tasks that make the plan stale (see
 	// StaleNow); empty for a plan that would run as reviewed.
 	Stale []StaleTask
+	// Rates are the rates its tasks take from (PlanRates).
+	Rates []PlanRate
 }
 
 // ShowTask is one task of a ShowSummary.
@@ -59,10 +61,14 @@ func Show(tx *store.Tx, ref string) (*ShowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	rates, err := PlanRates(tx, rec)
+	if err != nil {
+		return nil, err
+	}
 	nodeSens := nodeSensitivity(tx, rec.Plan, pins)
 	after, before := neighbours(rec.Plan)
 	nodes := Ordered(rec.Plan)
-	s := &ShowSummary{Record: rec, Pinned: pins != nil, Tasks: make([]ShowTask, 0, len(nodes)), Stale: stale}
+	s := &ShowSummary{Record: rec, Pinned: pins != nil, Tasks: make([]ShowTask, 0, len(nodes)), Stale: stale, Rates: rates}
 	groups := showBatchGroups(tx, rec, pins)
 	for _, n := range nodes {
 		t := ShowTask{Node: n, Status: states[n.ID].Status, Diff: diffs[n.ID], After: after[n.ID], Before: before[n.ID], BatchGroup: groups[n.ID]}

@@ -182,6 +182,10 @@ type Meta struct {
 	Sema    []string  `json:"sema,omitempty" yaml:"sema"`
 	// DriftIgnore adds, for one resource, to its base's DriftIgnore.
 	DriftIgnore []string `json:"drift_ignore,omitempty" yaml:"drift_ignore"`
+	// Rate names shared rates, Limit and Burst the resource's own (rate.go).
+	Rate  []string `json:"rate,omitempty" yaml:"rate"`
+	Limit string   `json:"limit,omitempty" yaml:"limit"`
+	Burst *int     `json:"burst,omitempty" yaml:"burst"`
 }
 
 // Over returns m with every field set in o replacing m's.
@@ -201,6 +205,15 @@ func (m Meta) Over(o Meta) Meta {
 	if o.DriftIgnore != nil {
 		m.DriftIgnore = o.DriftIgnore
 	}
+	if o.Rate != nil {
+		m.Rate = o.Rate
+	}
+	if o.Limit != "" {
+		m.Limit = o.Limit
+	}
+	if o.Burst != nil {
+		m.Burst = o.Burst
+	}
 	return m
 }
 
@@ -211,6 +224,12 @@ var semaRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+:[1-9][0-9]*$`)
 // may be given again; a scalar key (retry, delay, timeout) already set in m
 // is refused, naming it, rather than one value silently winning.
 func (m *Meta) SetMeta(key, value string) error {
+	if ok, err := m.setRateMeta(key, value); ok {
+		if err != nil {
+			return err
+		}
+		return m.validate()
+	}
 	switch key {
 	case "retry":
 		if m.Retry != nil {
@@ -252,7 +271,7 @@ func (m *Meta) SetMeta(key, value string) error {
 			m.DriftIgnore = append(m.DriftIgnore, s)
 		}
 	default:
-		return invalidf("unknown metaparameter %q (want retry, delay, timeout, sema or drift_ignore)", key)
+		return invalidf("unknown metaparameter %q (want retry, delay, timeout, sema, drift_ignore, rate, limit or burst)", key)
 	}
 	return m.validate()
 }
@@ -260,11 +279,11 @@ func (m *Meta) SetMeta(key, value string) error {
 // IsListMeta reports whether the metaparameter key holds a list, to which
 // SetMeta appends, rather than one value.
 func IsListMeta(key string) bool {
-	return key == "sema" || key == "drift_ignore"
+	return key == "sema" || key == "drift_ignore" || key == "rate"
 }
 
 func metaTwice(key string) error {
-	return invalidf("meta %s given twice: it takes one value (only sema and drift_ignore may be repeated)", key)
+	return invalidf("meta %s given twice: it takes one value (only sema, drift_ignore and rate may be repeated)", key)
 }
 
 func (m Meta) validate() error {
@@ -276,7 +295,7 @@ func (m Meta) validate() error {
 			return invalidf("meta sema %q: want NAME:COUNT with COUNT ≥ 1, e.g. db:1", s)
 		}
 	}
-	return nil
+	return m.validateRates()
 }
 
 // Base is a loaded resource base. A resource keeps a copy of it.
@@ -382,6 +401,9 @@ type metaFile struct {
 		Delay   string   `yaml:"delay"`
 		Timeout string   `yaml:"timeout"`
 		Sema    []string `yaml:"sema"`
+		Rate    []string `yaml:"rate"`
+		Limit   string   `yaml:"limit"`
+		Burst   *int     `yaml:"burst"`
 	} `yaml:"meta"`
 	Tags []string `yaml:"tags"`
 
@@ -508,7 +530,7 @@ func FromContent(c *bases.Content, name, source, shown string) (*Base, error) {
 		}
 	}
 	b.reindex()
-	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema}
+	m := Meta{Retry: mf.Meta.Retry, Sema: mf.Meta.Sema, Rate: mf.Meta.Rate, Limit: mf.Meta.Limit, Burst: mf.Meta.Burst}
 	for _, f := range []struct {
 		key, text string
 		dst       **Duration

@@ -293,7 +293,8 @@ const reportJSON = `{
       "predicted": "",
       "attempt_numbers": [],
       "attempt_records": [],
-      "corrective": false
+      "corrective": false,
+      "waiting": ""
     },
     {
       "id": "db.run#0",
@@ -308,7 +309,8 @@ const reportJSON = `{
       "predicted": "",
       "attempt_numbers": [],
       "attempt_records": [],
-      "corrective": false
+      "corrective": false,
+      "waiting": ""
     },
     {
       "id": "cache.run#0",
@@ -323,7 +325,8 @@ const reportJSON = `{
       "predicted": "",
       "attempt_numbers": [],
       "attempt_records": [],
-      "corrective": false
+      "corrective": false,
+      "waiting": ""
     }
   ],
   "stale": [],

@@ -25,7 +25,7 @@ func NewCmdReport(a *app.App, runF func(*ReportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [UID|last]",
 		Short: "Report a plan's tasks: status, duration, attempts, error or skip reason",
-		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet), whether a task is corrective (it ran because solar drift --stage staged it; a \"change\" column in plans with such a task only; --json: \"corrective\" of each task), the batch each attempt ran in (a \"batch\" column, \"b-ID of N\", in plans where some task ran in a batch; --json: \"batch\" and \"batch_members\" of each attempt record) and error or skip reason, then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
+		Long:  "Show every task of the plan with its status, duration, attempts (of its last run; after a retry with their numbers over the plan's life, \"1 (#3)\", which solar orch logs --attempt takes; --json: who ran each), the runner that ran them (plans handed to the fleet by solar orch submit only; --json: \"runner\" of each attempt record, \"\" outside the fleet), whether a task is corrective (it ran because solar drift --stage staged it; a \"change\" column in plans with such a task only; --json: \"corrective\" of each task), the batch each attempt ran in (a \"batch\" column, \"b-ID of N\", in plans where some task ran in a batch; --json: \"batch\" and \"batch_members\" of each attempt record) and error or skip reason (or, for a running task that waits for a rate, \"waiting for rate NAME\"; --json: \"waiting\"), then totals by status and the wall time. After solar orch check, the prediction of the last check is shown beside each status. A stale plan (one run-once would refuse) says so at the top, naming each stale task and why (--json: \"stale\").\n" + app.ExitHelp,
 		Example: `  solar orch report last
   solar orch report last --json | jq '.tasks[] | select(.status=="ERROR")'`,
 		Args: cobra.MaximumNArgs(1),
@@ -61,6 +61,8 @@ type reportTask struct {
 	// Corrective is true for a task that ran because of drift (its entry
 	// was staged by solar drift --stage), false for an intentional change.
 	Corrective bool `json:"corrective"`
+	// Waiting is what a running task waits for ("rate api"); "" if none.
+	Waiting string `json:"waiting"`
 }
 
 type reportView struct {
@@ -112,7 +114,7 @@ func newReportView(sum *orch.ReportSummary) reportView {
 		st := t.State
 		v.Tasks = append(v.Tasks, reportTask{ID: t.ID, Status: string(st.Status), DurationMS: millis(t.Duration), Attempts: st.Attempts, Changed: st.Changed,
 			Error: st.Err, Reason: st.Reason, Start: stamp(st.Start), End: stamp(st.End), Predicted: t.Predicted,
-			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts), Corrective: t.Corrective})
+			AttemptNumbers: attemptNumbers(t.Attempts), AttemptRecords: attemptViews(t.Attempts), Corrective: t.Corrective, Waiting: t.Waiting})
 	}
 	return v
 }
@@ -143,6 +145,9 @@ func printReport(a *app.App, sum *orch.ReportSummary, v reportView) error {
 		note := t.Reason
 		if t.Error != "" {
 			note = clip(oneLine(t.Error), 120)
+		}
+		if t.Waiting != "" {
+			note = "waiting for " + app.Escape(t.Waiting)
 		}
 		att := attemptsCell(t.Attempts, t.AttemptNumbers)
 		status := app.Paint(t.Status, a.ColorOut())

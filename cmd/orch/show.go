@@ -33,7 +33,9 @@ func NewCmdShow(a *app.App, runF func(*ShowOptions) error) *cobra.Command {
 the order of orch report, with its status, critical-path weight and reason
 (its staged entry, or the rules that trigger it); then what each staged task
 changes (its entry's + ~ - lines as recorded when the plan was made, secrets
-masked; "committed" once the task ran); then every edge. A value an earlier
+masked; "committed" once the task ran); then the rates its tasks take from
+(meta rate, and a resource's limit and burst: the numbers the run uses, the
+strictest its tasks give, and which tasks; --json: "rates"); then every edge. A value an earlier
 task of the plan sends is shown "(known after TASK runs)".
 
 A stale plan (one run-once would refuse: a task not yet finished whose
@@ -53,7 +55,8 @@ shows its staged entries' diffs as they are now.` + "\n" + app.ExitHelp,
 		Example: `  solar orch show last
   solar orch show last --values
   solar orch show last --json | jq '.tasks[] | select(.staged)'
-  solar orch show last --json | jq '.tasks[] | {id, base: .base.digest, inputs}'`,
+  solar orch show last --json | jq '.tasks[] | {id, base: .base.digest, inputs}'
+  solar orch show last --json | jq '.rates[] | {name, rate, burst}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = refArg(args)
@@ -125,6 +128,8 @@ type planView struct {
 	// Pinned is false for a plan made before tasks were pinned: its tasks
 	// have no base, inputs or node, and their diffs are the staged log's.
 	Pinned bool `json:"pinned"`
+	// Rates are the rates the tasks take from (showrates.go).
+	Rates []rateView `json:"rates"`
 }
 
 func showRun(opts *ShowOptions) error {
@@ -180,6 +185,7 @@ func printPlan(opts *ShowOptions, sum *orch.ShowSummary, v planView) error {
 	if changed {
 		fmt.Fprintln(w)
 	}
+	printRates(w, v.Rates)
 	if opts.Values {
 		printValues(w, sum)
 	}

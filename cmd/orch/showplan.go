@@ -18,7 +18,7 @@ func newPlanView(sum *orch.ShowSummary) planView {
 	rec := sum.Record
 	v := planView{FormatVersion: app.FormatVersion, UID: rec.UID, CreatedAt: rec.CreatedAt.Format("2006-01-02T15:04:05Z"),
 		Selection: nonNil(rec.Selection), Tasks: make([]taskView, 0, len(sum.Tasks)), Edges: make([]edgeView, 0, len(rec.Plan.Edges)),
-		Warnings: nonNil(rec.Plan.Warnings), Stale: staleViews(sum.Stale), Pinned: sum.Pinned}
+		Warnings: nonNil(rec.Plan.Warnings), Stale: staleViews(sum.Stale), Pinned: sum.Pinned, Rates: rateViews(sum.Rates)}
 	for _, t := range sum.Tasks {
 		v.Tasks = append(v.Tasks, newTaskView(t))
 	}

@@ -57,7 +57,7 @@ the tag composition=NAME.` + "\n" + app.ExitHelp,
 	// Split by hand, not as CSV: pflag's CSV reader ends a value at a line
 	// break and silently drops the rest ("k=a\nb" lost b).
 	c.Flags().StringArrayVarP(&opts.Tags, "tags", "t", nil, "tags k=v or bare labels, comma separated (repeatable)")
-	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, drift_ignore=NAME, comma separated (repeatable; sema and drift_ignore add to their lists)")
+	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, drift_ignore=NAME, rate=NAME:N/UNIT[:BURST], limit=N/UNIT, burst=N, comma separated (repeatable; sema, drift_ignore and rate add to their lists)")
 	return c
 }
 

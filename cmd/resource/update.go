@@ -44,7 +44,7 @@ are staged too. An input that follows a connection cannot be written.` + "\n" + 
 			return updateRun(opts)
 		},
 	}
-	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, drift_ignore=NAME, comma separated (repeatable; sema and drift_ignore add to their lists)")
+	c.Flags().StringArrayVar(&opts.Meta, "meta", nil, "metaparameters retry=N, delay=D, timeout=D, sema=NAME:N, drift_ignore=NAME, rate=NAME:N/UNIT[:BURST], limit=N/UNIT, burst=N, comma separated (repeatable; sema, drift_ignore and rate add to their lists)")
 	return c
 }
 

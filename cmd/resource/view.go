@@ -29,6 +29,11 @@ type metaView struct {
 	Delay   string   `json:"delay"`
 	Timeout string   `json:"timeout"`
 	Sema    []string `json:"sema"`
+	// The rates its attempts take from, and its own limit (orch/rates.go);
+	// left out when unset.
+	Rate  []string `json:"rate,omitempty"`
+	Limit string   `json:"limit,omitempty"`
+	Burst int      `json:"burst,omitempty"`
 }
 
 // resourceView is a resource as shown. BaseDir is the directory its base
@@ -102,6 +107,10 @@ func newView(cat *resources.Catalog, r *resources.Resource) (resourceView, error
 	if m.Sema != nil {
 		v.Meta.Sema = m.Sema
 	}
+	v.Meta.Rate, v.Meta.Limit = m.Rate, m.Limit
+	if m.Burst != nil {
+		v.Meta.Burst = *m.Burst
+	}
 	return v, nil
 }
 
@@ -141,6 +150,15 @@ func printView(w io.Writer, v resourceView) error {
 	}
 	if len(v.Meta.Sema) > 0 {
 		meta += " sema=" + strings.Join(v.Meta.Sema, ",")
+	}
+	if len(v.Meta.Rate) > 0 {
+		meta += " rate=" + strings.Join(v.Meta.Rate, ",")
+	}
+	if v.Meta.Limit != "" {
+		meta += " limit=" + v.Meta.Limit
+	}
+	if v.Meta.Burst > 0 {
+		meta += fmt.Sprintf(" burst=%d", v.Meta.Burst)
 	}
 	fmt.Fprintf(w, "  meta:     %s\n\n", meta)
 	rows := make([][]string, 0, len(v.Inputs))

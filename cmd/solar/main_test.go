@@ -56,6 +56,7 @@ var postgresScripts = []string{
 	"drift_pg",
 	"resource_action",
 	"orch_noop",
+	"orch_rates_shared", "fleet_rates",
 }
 
 // TestScriptsPostgres runs postgresScripts with $SOLAR_DB a fresh database
@@ -145,6 +146,8 @@ func scriptParams(t *testing.T, backend string, setup func(*testscript.Env) erro
 			"snapstore":  cmdSnapstore,
 			"cmpstore":   cmdCmpstore,
 			"unpin":      cmdUnpin,
+			"starts":     cmdStarts,
+			"overlap":    cmdOverlap,
 		},
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "need:"); ok {

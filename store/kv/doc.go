@@ -20,5 +20,7 @@
 // optional capability, and best effort: listeners poll as well.
 //
 // Every backend also keeps the locks between the processes that use one
-// store (Locks, locks.go), which kvtest.RunLocks checks with two clients.
+// store (Locks, locks.go), which kvtest.RunLocks checks with two clients,
+// and, through the same clients, the rates they share (Rates, rates.go: a
+// GCRA per named rate, whose cases RunLocks runs too).
 package kv

@@ -38,6 +38,11 @@
 // them in time. StoreLocks is a lock session as kv.Locks, the runner's
 // resource locks, slots and plan claims (kvtest.RunLocks checks it).
 //
+// The rates the store's processes share (kv.Rates, rates.go) are rows of
+// the rate table (layout 4), each rate's time updated in one statement on
+// the database's clock, by a lock session or, for the fleet's runners, on
+// the store's pool.
+//
 // # Notifications
 //
 // A transaction's notifications (kv.NotifyTx) go as pg_notify on the

@@ -425,7 +425,7 @@ func TestFleetLayoutUpgrade(t *testing.T) {
 		" UPDATE "+sc+".solar_layout SET version = 2")
 	s = open(t, u, opts())
 	in, err := s.Info()
-	if err != nil || in.LayoutVersion != 3 || in.Keys["one"] != 1 {
+	if err != nil || in.LayoutVersion != pg.LayoutVersion || in.Keys["one"] != 1 {
 		t.Fatalf("after the upgrade: %+v %v", in, err)
 	}
 	submit(t, s, "p", ready(1))

@@ -173,6 +173,7 @@ func gone(host, machine string, pid int, start int64) bool {
 // leaseSQL are the lease statements of one schema.
 type leaseSQL struct {
 	acquire, takeOver, renew, release, releaseAll, holderOf, held string
+	reserve                                                       string // a rate's (rates.go)
 }
 
 func newLeaseSQL(schema string) leaseSQL {
@@ -205,6 +206,7 @@ func newLeaseSQL(schema string) leaseSQL {
 		holderOf: `SELECT host, machine, pid, pid_start,
 			(extract(epoch FROM expires - now()) * 1000)::bigint, (extract(epoch FROM now() - renewed) * 1000)::bigint
 			FROM ` + t + ` WHERE name = $1 AND expires > now()`,
-		held: `SELECT host, machine, pid, pid_start FROM ` + t + ` WHERE name = $1 AND expires > now()`,
+		held:    `SELECT host, machine, pid, pid_start FROM ` + t + ` WHERE name = $1 AND expires > now()`,
+		reserve: reserveSQL(schema),
 	}
 }

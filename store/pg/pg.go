@@ -21,7 +21,7 @@ import (
 // LayoutVersion is the version of the tables this package writes (not of
 // the records in them, which is Options.Version). A store with an older
 // layout is upgraded in place on Open; a newer one is refused.
-const LayoutVersion = 3
+const LayoutVersion = 4
 
 // layouts[v] brings a schema from layout v-1 to v. %[1]s is the quoted
 // schema. Keys are bytea, whose order is memcmp's, as in bbolt; bucket names
@@ -87,6 +87,10 @@ var layouts = []string{
 		heartbeat timestamptz NOT NULL,
 		instance text);
 	CREATE SEQUENCE IF NOT EXISTS %[1]s.fleet_fence`,
+	// The shared rates (rates.go): each one's theoretical arrival time.
+	4: `CREATE TABLE IF NOT EXISTS %[1]s.rate (
+		name text COLLATE "C" PRIMARY KEY,
+		tat timestamptz NOT NULL)`,
 }
 
 // DefaultLockWait is how long a transaction waits for a lock another

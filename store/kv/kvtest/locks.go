@@ -34,6 +34,8 @@ func RunLocks(t *testing.T, f LocksFactory) {
 		{"SlotsCounted", slotsCounted},
 		{"ClaimExcludesOtherClients", claimExcludes},
 		{"ReleasedOnClose", releasedOnClose},
+		{"RateShared", rateShared},
+		{"RateExactUnderContention", rateContention},
 	}
 	if f.Crash != nil {
 		cases = append(cases, struct {
