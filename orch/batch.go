@@ -252,6 +252,16 @@ func (a *attemptRunner) batchOnce(ctx context.Context, ms []*member) (alone bool
 	if unbounded {
 		timeout = 0
 	}
+	// Every member takes its own start of each rate it names, as it would
+	// alone: a batch of n takes n.
+	for _, m := range ms {
+		if err := a.takeRates(ctx, m.t.ID, m.info, 1); err != nil {
+			for _, x := range ms {
+				x.err = err
+			}
+			return false
+		}
+	}
 	head := fmt.Sprintf("batch %s of %d: %s", id, len(ms), strings.Join(names, ", "))
 	began := a.r.Now()
 	for _, m := range ms {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/solarops/solar/staging"
 	"github.com/solarops/solar/store"
@@ -170,4 +171,32 @@ func readText(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A batch takes one start of its rate per member: a batch of 6 at
+// api:5/s with burst 1 cannot start before the sixth member's start is
+// due, a second after the first.
+func TestRunBatchTakesARateStartPerMember(t *testing.T) {
+	const n = 6
+	dir := writeBatchBase(t, "exit 0\n", `printf '{"members": {}}' >/dev/null
+res=$(sed 's/{"resource":"/\n/g' "$SOLAR_BATCH" | tail -n +2 | sed -n 's/^\([^"]*\)".*/\1/p' |
+	awk '{ printf "%s\"%s\": {\"changed\": true}", sep, $1; sep = ", " }')
+printf '{"members": {%s}}' "$res" >"$SOLAR_RESULT"
+`, "meta: {rate: [\"api:5/s\"]}\n")
+	path, uid := benchStore(t, "independent", n, dir, map[string]any{"dir": t.TempDir()})
+	r := &Runner{Store: store.NewHandle(path), UID: uid, Concurrency: 10, PerNode: 1}
+	start := time.Now()
+	_, states, err := r.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	for id, st := range states {
+		if st.Status != StatusSuccess {
+			t.Errorf("%s ended %s: %s", id, st.Status, st.Err)
+		}
+	}
+	if took < 900*time.Millisecond {
+		t.Errorf("a batch of %d at 5/s (burst 1) ran in %v: its members took no starts of the rate", n, took)
+	}
 }
