@@ -107,6 +107,20 @@ var checkBases = []checkBase{
 		change: with("marker", "n"),
 		drift:  chmodDrift("marker"),
 	},
+	{
+		base: "pkglist",
+		inputs: func(dir string) map[string]any {
+			return map[string]any{"dir": dir, "name": "p1", "fail": false}
+		},
+		change: with("name", "p2"),
+		// The package list is the dir's, beside the resource's directory:
+		// someone uninstalled everything by hand.
+		drift: func(t *testing.T, work string) {
+			if err := os.WriteFile(filepath.Join(work, "..", "installed"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	},
 }
 
 // with returns a change that sets one input.
