@@ -145,8 +145,10 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	if !ok {
 		return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): the server refused to run the wrapper", p.node.Name, p.node.Addr())
 	}
-	msg := make([]byte, 0, 160+len(env))
-	msg = fmt.Appendf(msg, "%d %s %s %s %s %s\n", protocolVersion, nonce, b.hash, c.guard.dir, recordKey(p.node, a.Key), graceWord(a.Grace))
+	msg := make([]byte, 0, 256+len(env))
+	msg = fmt.Appendf(msg, "v=%d n=%s h=%s key=%s g=%s bt=%s D=", protocolVersion, nonce, b.hash, recordKey(p.node, a.Key), graceWord(a.Grace), c.guard.boot)
+	msg = appendQuoted(msg, c.guard.dir)
+	msg = append(msg, '\n')
 	msg = append(msg, env...)
 	outs := make(chan struct{}, 2)
 	go func() {
@@ -392,9 +394,10 @@ func shellCommand(script, argv0 string, args ...string) string {
 	return b.String()
 }
 
-// envFile is what the wrapper sources: the script to run and the protocol
-// variables as single-quoted assignments, and a printf that writes the
-// inputs file. Inside single quotes the shell takes every byte as it is,
+// envFile is what the wrapper sources after its own words: the script to
+// run and the protocol variables as single-quoted assignments, and
+// solar_inputs, which writes the inputs file once the wrapper has looked
+// at what it was given. Inside single quotes the shell takes every byte as it is,
 // so no value is ever expanded or run.
 func envFile(a handler.Attempt) ([]byte, error) {
 	var b []byte
@@ -418,12 +421,12 @@ func envFile(a handler.Attempt) ([]byte, error) {
 	if bytes.IndexByte(a.Inputs, 0) >= 0 {
 		return nil, fmt.Errorf("%w: the inputs hold a NUL byte", handler.ErrBadRequest)
 	}
-	b = append(b, "printf '%s' "...)
+	b = append(b, "solar_inputs() { printf '%s' "...)
 	b = appendQuoted(b, string(a.Inputs))
-	b = append(b, " >\"$d.inputs.json\"\n"...)
+	b = append(b, " >\"$d.inputs.json\"; }\n"...)
 	if a.Batch {
 		// A batch's document is its inputs file (handler.BatchHost).
-		b = append(b, "export SOLAR_BATCH=\"$d.inputs.json\"\n"...)
+		b = append(b, "export SOLAR_BATCH=\"$D/$n.inputs.json\"\n"...)
 	}
 	return b, nil
 }

@@ -26,6 +26,7 @@ type guard struct {
 	ch   gossh.Channel
 	in   *stdinWriter
 	dir  string // the guard's private directory on the node
+	boot string // the node's boot id, as the guard read it
 	tail *lastBytes
 
 	mu      sync.Mutex
@@ -74,12 +75,13 @@ func startGuard(client *gossh.Client, hbWait int, timeout time.Duration) (*guard
 	ready := make(chan error, 1)
 	go func() {
 		line, err := out.ReadString('\n')
-		dir, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "ready ")
-		if err != nil || !ok || dir == "" {
+		rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "ready ")
+		boot, dir, ok2 := strings.Cut(rest, " ")
+		if err != nil || !ok || !ok2 || dir == "" || !validWord(boot) {
 			ready <- g.startErr(err)
 			return
 		}
-		g.dir = dir
+		g.dir, g.boot = dir, boot
 		ready <- nil
 		g.read(out)
 	}()
@@ -235,6 +237,17 @@ func (g *guard) beat() { g.in.send([]byte("h\n")) }
 // close tells the guard to end: it stops what is still registered, tidies
 // up, removes its directory and ends, which closes done.
 func (g *guard) close() { g.in.close() }
+
+// validWord reports whether s is a word the node may say of itself: a
+// boot id (or "-" when it could not be read).
+func validWord(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'f' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // grace is what the wrapper's header says of an attempt's grace: tenths
 // of a second.

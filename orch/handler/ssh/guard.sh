@@ -15,7 +15,7 @@
 #   h         a heartbeat
 #   e NONCE   the session of attempt NONCE has ended: report its result
 #   s NONCE   stop attempt NONCE
-# stdout: "ready DIR", then one report per e, behind RS NONCE " ":
+# stdout: "ready BOOTID DIR", then one report per e, behind RS NONCE " ":
 #   none | odd | result, the content and NONCE "." on a line of its own.
 # It must stay free of single quotes: it travels inside them.
 umask 077
@@ -309,7 +309,7 @@ echo h >beat
 	done
 ) &
 tp=$!
-echo "ready $D"
+echo "ready $bt $D"
 while IFS=" " read -r x a; do
 	case $a in *[!0-9a-f]*) break ;; esac
 	case $x:$a in

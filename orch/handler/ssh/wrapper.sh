@@ -2,10 +2,11 @@
 # node, then becomes the script (exec), so that an attempt costs the node
 # no process beyond the script's own. It is the whole command of an SSH
 # session (run by /bin/sh -c); nothing in it comes from the operator.
-# Everything variable arrives on stdin:
-#   line 1: VERSION NONCE BASE DIR KEY GRACE
-#   then shell assignments, every value single-quoted, up to the end of
-#   stdin.
+# Everything variable arrives on stdin, as shell text up to its end:
+#   the assignments v (VERSION) n (NONCE) h (BASE) D (DIR) key (KEY)
+#   g (GRACE) bt (the node's boot id, as the guard read it), then the
+#   attempt's, every value single-quoted, and solar_inputs, a function
+#   that writes the inputs file.
 # DIR is the private directory of the connection's guard (guard.sh), which
 # watches the attempt: it stops it when asked, when the controller goes
 # away, or when heartbeats stop; once the session has ended it reports the
@@ -18,7 +19,19 @@
 # everything it started, and nothing else.
 # It must stay free of single quotes: it travels inside them.
 umask 077
-IFS=" " read -r v n h D key g || exit 97
+# Everything on stdin is shell text the controller made, one read away:
+# the shell reads a pipe a buffer at a time, but the read builtin a byte at
+# a time.
+if [ -p /dev/stdin ]; then
+	. /dev/stdin
+else
+	e=
+	while IFS= read -r l; do
+		e="$e$l
+"
+	done
+	eval "$e"
+fi
 if [ "$v" != 3 ]; then
 	echo "solar-wrapper: protocol version $v is not supported by this wrapper" >&2
 	exit 97
@@ -38,25 +51,13 @@ if [ ! -d "$D" ] || [ -e "$D/dead" ]; then
 	exit 98
 fi
 d=$D/$n
-# The assignments: a pipe is read by the shell a buffer at a time.
-if [ -p /dev/stdin ]; then
-	. /dev/stdin
-else
-	e=
-	while IFS= read -r l; do
-		e="$e$l
-"
-	done
-	eval "$e"
-fi
 export SOLAR_INPUTS="$d.inputs.json" SOLAR_RESULT="$d.result.json"
 cd "$b" || exit 98
 if ! pstat $$; then
 	echo "solar-wrapper: cannot read /proc/$$/stat: solar needs the /proc of Linux on nodes" >&2
 	exit 98
 fi
-bt=-
-{ read -r bt </proc/sys/kernel/random/boot_id; } 2>/dev/null
+solar_inputs
 # The guard finds the attempt by this line: its process group, first
 # process and start time, its grace in tenths of a second and its KEY.
 # It is written before the script can start.
