@@ -32,8 +32,9 @@ var (
 
 	// The payloads of the sessions' exec requests, made once: each
 	// attempt's session sends the wrapper's text.
-	wrapperExec = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+wrapperScript), "solar-wrapper")})
-	guardExec   = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+guardScript), "solar-guard")})
+	wrapperExec   = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+wrapperScript), "solar-wrapper")})
+	wrapperDirect = gossh.Marshal(execMsg{Command: compact(commonScript + wrapperScript)})
+	guardExec     = gossh.Marshal(execMsg{Command: shellCommand(compact(commonScript+guardScript), "solar-guard")})
 )
 
 // protocolVersion is the first word the wrapper and the guard read; bump
@@ -121,6 +122,16 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	if ctx.Err() != nil {
 		return handler.Ended{Stopped: true}, false, nil
 	}
+	// The gate (the sync of what the task depends on) passes while the
+	// session opens and the node starts the wrapper, which waits for its
+	// stdin: the script cannot start before the gate has passed, since
+	// nothing is sent on stdin until then.
+	gate := make(chan error, 1)
+	if a.Gate == nil {
+		gate <- nil
+	} else {
+		go func() { gate <- handler.PassGate(a.Gate) }()
+	}
 	c, ch, reqs, err := p.newChannel(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -135,15 +146,16 @@ func (h *host) run(ctx context.Context, a handler.Attempt, b *base, env []byte) 
 	tw := newTrailerWriter(a.Stdout, nonce)
 	tw.note = func(what string, waited time.Duration) { note(a, p.node, what, waited) }
 	errTail := &lastBytes{w: a.Stderr}
-	if err := handler.PassGate(a.Gate); err != nil {
-		return handler.Ended{}, false, err
-	}
-	ok, err := ch.SendRequest("exec", true, wrapperExec)
+	ok, err := ch.SendRequest("exec", true, c.guard.wrapper)
 	if err != nil {
 		return handler.Ended{}, false, p.lostErr(c, err)
 	}
 	if !ok {
 		return handler.Ended{}, false, nodeErr(ErrNode, "node %s (%s): the server refused to run the wrapper", p.node.Name, p.node.Addr())
+	}
+	if err := <-gate; err != nil {
+		// Closed with nothing on its stdin, the wrapper ends at once.
+		return handler.Ended{}, false, err
 	}
 	msg := make([]byte, 0, 256+len(env))
 	msg = fmt.Appendf(msg, "v=%d n=%s h=%s key=%s g=%s bt=%s D=", protocolVersion, nonce, b.hash, recordKey(p.node, a.Key), graceWord(a.Grace), c.guard.boot)

@@ -27,7 +27,11 @@ type guard struct {
 	in   *stdinWriter
 	dir  string // the guard's private directory on the node
 	boot string // the node's boot id, as the guard read it
-	tail *lastBytes
+	// wrapper is the payload of an attempt's exec request on this
+	// connection: the wrapper's text, run by the login shell when it is
+	// a POSIX sh, else by /bin/sh.
+	wrapper []byte
+	tail    *lastBytes
 
 	mu      sync.Mutex
 	waiting map[string]chan guardReport // by nonce: attempts waiting for fin
@@ -76,12 +80,19 @@ func startGuard(client *gossh.Client, hbWait int, timeout time.Duration) (*guard
 	go func() {
 		line, err := out.ReadString('\n')
 		rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "ready ")
-		boot, dir, ok2 := strings.Cut(rest, " ")
-		if err != nil || !ok || !ok2 || dir == "" || !validWord(boot) {
+		f := strings.SplitN(rest, " ", 3)
+		if err != nil || !ok || len(f) != 3 || f[2] == "" || !validWord(f[0]) {
 			ready <- g.startErr(err)
 			return
 		}
-		g.dir, g.boot = dir, boot
+		g.boot, g.dir = f[0], f[2]
+		// A login shell that runs POSIX sh takes the wrapper's text
+		// itself: the attempt spares the node one exec of /bin/sh.
+		g.wrapper = wrapperExec
+		switch f[1] {
+		case "sh", "dash", "bash":
+			g.wrapper = wrapperDirect
+		}
 		ready <- nil
 		g.read(out)
 	}()

@@ -15,7 +15,8 @@
 #   h         a heartbeat
 #   e NONCE   the session of attempt NONCE has ended: report its result
 #   s NONCE   stop attempt NONCE
-# stdout: "ready BOOTID DIR", then one report per e, behind RS NONCE " ":
+# stdout: "ready BOOTID SHELL DIR" (SHELL the name of the login shell, or
+# "-"), then one report per e, behind RS NONCE " ":
 #   none | odd | result, the content and NONCE "." on a line of its own.
 # It must stay free of single quotes: it travels inside them.
 umask 077
@@ -309,7 +310,9 @@ echo h >beat
 	done
 ) &
 tp=$!
-echo "ready $bt $D"
+case ${SHELL:-} in /* ) sh=${SHELL##*/} ;; *) sh=- ;; esac
+case $sh in *[!a-z0-9]* | "") sh=- ;; esac
+echo "ready $bt $sh $D"
 while IFS=" " read -r x a; do
 	case $a in *[!0-9a-f]*) break ;; esac
 	case $x:$a in
