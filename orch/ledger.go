@@ -76,15 +76,10 @@ type ledger struct {
 	// none is); behindFailed is the error of the first that failed.
 	behind       chan struct{}
 	behindFailed error
-	// durable waits until the last eager write (flush) is on disk; gen
-	// counts those writes. syncLast has syncs made on a goroutine of
-	// their own, up to wantSync (syncing while it runs), the last it made
-	// being synced.
-	durable               func() error
-	gen, wantSync, synced uint64
-	syncing               bool
-	procs                 map[string]bool
-	planProcs             bool
+	// durable waits until the last eager write (flush) is on disk.
+	durable   func() error
+	procs     map[string]bool
+	planProcs bool
 
 	// stopLooked is when an idle flush last looked for a stop request
 	// (unix nanoseconds).
@@ -418,44 +413,22 @@ func (l *ledger) flush() error {
 		}
 		l.bufMu.Lock()
 		l.durable = durable
-		l.gen++
 		l.bufMu.Unlock()
 	}
 	return err
 }
 
-// syncLast has the last eager write made durable, on a goroutine of its
-// own (Walker.Sync: before the walker starts a task that waits for it in
-// its gate, and when it is about to wait for tasks to end), so that the
-// walker goes on meanwhile: a task that depends on the write waits for
-// it at its gate (gateOf), while its session opens or its files are made.
-// Writes that come while a sync runs are synced by one more, which covers
-// them all. A failed sync is reported by the gates and by the next write.
+// syncLast makes the last eager write durable, on the walker's goroutine
+// (Walker.Sync): before it starts a task that waits for it in its gate,
+// and when it is about to wait for tasks to end. A failed sync is
+// reported by the gates and by the next write.
 func (l *ledger) syncLast() {
 	l.bufMu.Lock()
-	defer l.bufMu.Unlock()
-	if l.durable == nil || l.synced >= l.gen {
-		return
-	}
-	l.wantSync = l.gen
-	if !l.syncing {
-		l.syncing = true
-		go l.syncBehind()
-	}
-}
-
-// syncBehind syncs until the write syncLast last asked for is durable.
-func (l *ledger) syncBehind() {
-	l.bufMu.Lock()
-	defer l.bufMu.Unlock()
-	for l.synced < l.wantSync {
-		durable, gen := l.durable, l.gen
-		l.bufMu.Unlock()
+	durable := l.durable
+	l.bufMu.Unlock()
+	if durable != nil {
 		_ = durable()
-		l.bufMu.Lock()
-		l.synced = gen
 	}
-	l.syncing = false
 }
 
 // gateOf returns what task t's scripts wait for before they start: the
