@@ -206,16 +206,7 @@ func batchJSONError(err error) error {
 func batchSecrets(members []Member, results map[string]MemberResult) *masker {
 	m := &masker{}
 	for _, mem := range members {
-		outs := results[mem.Resource].Outputs
-		for name, secret := range mem.Sensitive {
-			if !secret {
-				continue
-			}
-			m.addValue(mem.Inputs[name])
-			if v, ok := outs[name]; ok {
-				m.addValue(v)
-			}
-		}
+		m.addSensitive(mem.Sensitive, mem.Inputs, results[mem.Resource].Outputs)
 	}
 	m.build()
 	return m

@@ -137,17 +137,23 @@ func secrets(req Request, outputs map[string]any) *masker {
 		return batchSecrets(req.Members, nil)
 	}
 	m := &masker{}
-	for name, secret := range req.Sensitive {
+	m.addSensitive(req.Sensitive, req.Inputs, outputs)
+	m.build()
+	return m
+}
+
+// addSensitive adds the values of the sensitive inputs, and of the outputs
+// named like one of them.
+func (m *masker) addSensitive(sensitive map[string]bool, inputs, outputs map[string]any) {
+	for name, secret := range sensitive {
 		if !secret {
 			continue
 		}
-		m.addValue(req.Inputs[name])
+		m.addValue(inputs[name])
 		if v, ok := outputs[name]; ok {
 			m.addValue(v)
 		}
 	}
-	m.build()
-	return m
 }
 
 func canceled(ctx context.Context) error {

@@ -44,27 +44,7 @@ dead() {
 	case $st in run | done) ;; *) return 0 ;; esac
 	case $rg:$rp:$rs in *[!0-9:]* | :* | *::* | *:) return 0 ;; esac
 	[ "$bt" = - ] || [ "$rb" = "$bt" ] || return 0
-	if { read -r l </proc/"$rp"/stat; } 2>/dev/null; then
-		l=${l##*) }
-		set -- $l
-		[ "${20}" != "$rs" ] || [ "$1" = Z ] || [ "$1" = X ] || return 1
-	fi
-	ge=
-	if { read -r ge eg ep es el <"${q%%.*}.end"; } 2>/dev/null && [ "$eg $ep $es" = "$rg $rp $rs" ]; then
-		# Checked: an error in arithmetic would end this shell.
-		case $ge in "" | *[!0-9]*) ge= ;; *) ge=$((ge + 100)) ;; esac
-	else
-		ge=
-	fi
-	for s in /proc/[0-9]*/stat; do
-		{ read -r l <"$s"; } 2>/dev/null || continue
-		l=${l##*) }
-		set -- $l
-		if [ "$3" = "$rg" ] && [ "$1" != Z ] && [ "$1" != X ] && [ "${20}" -ge "$rs" ] &&
-			{ [ -z "$ge" ] || [ "${20}" -le "$ge" ]; }; then
-			return 1
-		fi
-	done
+	gone "$rp" "$rs" "$rg" "${q%%.*}.end"
 }
 
 # drop FILE removes the record FILE once dead has judged it, with the note
@@ -130,7 +110,11 @@ sweep() {
 			rm -rf -- "$f"
 			;;
 		running/*.end) ;;
-		running/*) dead "$f" && drop "$f" ;;
+		running/*)
+			# dead takes f for its own (gone's loop).
+			y=$f
+			dead "$y" && drop "$y"
+			;;
 		esac
 	done
 	for f do
