@@ -181,26 +181,36 @@ func (p *pool) forgetBase(hash string) {
 }
 
 // upload puts b into the node's cache (setup.sh), where an attempt found
-// it missing.
+// it missing, over a connection of its own: on a slow line the upload's
+// bytes would hold up, for as long as they take, the heartbeats the
+// pool's connections carry to their guards, which would then take the
+// controller for gone.
 func (p *pool) upload(ctx context.Context, b *base) error {
-	_, err := p.setup(ctx, b.hash, "upload", bytes.NewReader(b.tar))
+	c, err := p.connect(false)
+	if err != nil {
+		return err
+	}
+	defer c.client.Close()
+	stop := context.AfterFunc(ctx, func() { c.client.Close() })
+	defer stop()
+	go p.keepalive(c)
+	s, err := c.client.NewSession()
+	if err != nil {
+		return p.lostErr(c, err)
+	}
+	defer s.Close()
+	_, err = p.setup(c, s, b.hash, "upload", bytes.NewReader(b.tar))
 	return err
 }
 
-// setup runs setup.sh with the base's hash and mode.
-func (p *pool) setup(ctx context.Context, hash, mode string, stdin io.Reader) (string, error) {
-	c, s, err := p.newSession(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer p.release(c)
-	defer s.Close()
+// setup runs setup.sh with the base's hash and mode in session s of c.
+func (p *pool) setup(c *conn, s *gossh.Session, hash, mode string, stdin io.Reader) (string, error) {
 	var stdout, stderr bytes.Buffer
 	s.Stdout, s.Stderr = &stdout, &stderr
 	if stdin != nil {
 		s.Stdin = stdin
 	}
-	err = s.Run(shellCommand(setupScript, "solar-setup", hash, mode))
+	err := s.Run(shellCommand(setupScript, "solar-setup", hash, mode))
 	if err == nil {
 		return stdout.String(), nil
 	}

@@ -221,7 +221,7 @@ func (p *pool) release(c *conn) {
 
 // dial makes one connection and adds it to the pool, or records why not.
 func (p *pool) dial() {
-	c, err := p.connect()
+	c, err := p.connect(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dialing--
@@ -234,7 +234,10 @@ func (p *pool) dial() {
 	p.broadcast()
 }
 
-func (p *pool) connect() (*conn, error) {
+// connect dials the node and logs in; with guard, the connection's guard
+// is started (a connection of the pool), else it is a connection of its
+// own for one upload (see pool.upload).
+func (p *pool) connect(guard bool) (*conn, error) {
 	n, cfg := p.node, &p.t.cfg
 	ccfg, done, err := cfg.clientConfig(n)
 	if err != nil {
@@ -269,6 +272,10 @@ func (p *pool) connect() (*conn, error) {
 		return nil, nodeErr(ErrUnreachable, "node %s (%s): ssh handshake failed: %v", n.Name, n.Addr(), handshakeReason(err))
 	}
 	client := gossh.NewClient(sc, chans, reqs)
+	if !guard {
+		_ = raw.SetDeadline(time.Time{})
+		return &conn{raw: raw, client: client, limit: 1}, nil
+	}
 	// The guard takes one of the server's sessions for the connection's
 	// life; it must be running before any attempt starts.
 	g, err := startGuard(client, max(int(3*cfg.Keepalive/time.Second), 3), cfg.DialTimeout)
@@ -340,7 +347,9 @@ func (p *pool) keepalive(c *conn) {
 			return
 		case <-ticker.C:
 		}
-		c.guard.beat()
+		if c.guard != nil {
+			c.guard.beat()
+		}
 		if why := c.ping(every, closed); why != nil {
 			p.markDead(c, why)
 			c.client.Close()
