@@ -105,13 +105,9 @@ func (s *Shell) runBatch(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: the inputs of batch %s cannot be written as JSON: %v", ErrBadRequest, req.Task, err)
 	}
 	env := appendClaimEnv([]string{"SOLAR_RESOURCE=", "SOLAR_ACTION=" + req.Action, "SOLAR_TASK=" + req.Task, "SOLAR_LOCATION=" + req.Location}, req)
-	var transport Transport = &defaultLocal
-	if s.Transport != nil {
-		transport = s.Transport
-	}
-	host, err := transport.Open(ctx, req.Location)
+	host, err := s.open(ctx, req.Location)
 	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
+		return Result{}, err
 	}
 	defer host.Close()
 	if bh, ok := host.(BatchHost); !ok || !bh.Batches() {

@@ -63,13 +63,9 @@ func (s *Shell) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: inputs cannot be written as JSON: %v", ErrBadRequest, err)
 	}
 
-	var transport Transport = &defaultLocal
-	if s.Transport != nil {
-		transport = s.Transport
-	}
-	host, err := transport.Open(ctx, req.Location)
+	host, err := s.open(ctx, req.Location)
 	if err != nil {
-		return Result{}, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
+		return Result{}, err
 	}
 	defer host.Close()
 
@@ -167,4 +163,18 @@ func failed(code int, what, stderr string) error {
 		what += ": " + t
 	}
 	return &Error{Kind: ErrFailed, ExitCode: code, Msg: what}
+}
+
+// open opens the host of location through the shell's transport (this
+// machine when it has none); a failure is the attempt's.
+func (s *Shell) open(ctx context.Context, location string) (Host, error) {
+	var transport Transport = &defaultLocal
+	if s.Transport != nil {
+		transport = s.Transport
+	}
+	host, err := transport.Open(ctx, location)
+	if err != nil {
+		return nil, &Error{Kind: ErrFailed, ExitCode: -1, Msg: err.Error(), host: err}
+	}
+	return host, nil
 }
